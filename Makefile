@@ -1,0 +1,34 @@
+# Two commands do all set-up: `make run` and `make test`. Both build .venv first.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CORES ?= all
+
+.PHONY: venv run test bench clean dag report
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+run: venv
+	$(BIN)/snakemake --cores $(CORES)
+
+test: venv
+	$(BIN)/python -m pytest -q
+
+bench: venv
+	$(BIN)/python -m bench
+
+dag: venv
+	$(BIN)/snakemake -n
+
+report: venv
+	$(BIN)/snakemake --report report.html
+
+clean:
+	rm -rf results figures report.html .snakemake

@@ -1,0 +1,202 @@
+"""The three-part vocabulary every algorithm is composed from.
+
+A local step of client i, with w the local iterate and ζ a mini-batch:
+
+    loss, g = perturbation.gradient(ctx, w, ζ, grad_at)   # where the gradient is taken
+    g       = clip(g)                                      # optional, data gradient only
+    g       = correction.adjust(ctx, w, g)  for each       # what is added to the step
+    w       = w - lr * (g + weight_decay * w)
+
+and after K steps the server does
+
+    part.server_update(srv, rnd)  for every part           # duals, control variates, ...
+    server.apply(srv, rnd)                                 # how the global model moves
+
+All vectors are flat float tensors over the trainable parameters. A part declares its
+hyperparameters (with domains, so config validation can name the allowed range), the per-client
+state it needs (the engine keeps it, in memory or on disk) and what it adds to the downlink and
+uplink (so bytes are counted from what is actually sent).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Optional
+
+import torch
+
+from ..errors import ConfigError
+
+Tensor = torch.Tensor
+# grad_at(point, batch) -> (loss tensor, flat gradient at `point`). The returned gradient is a view
+# of a buffer that the next call overwrites: use it before calling again.
+GradFn = Callable[[Tensor, Any], tuple[Tensor, Tensor]]
+
+
+@dataclass(frozen=True)
+class Param:
+    default: Any
+    doc: str = ""
+    low: Optional[float] = None
+    high: Optional[float] = None
+    low_open: bool = False  # True: value must be > low (not >=)
+    high_open: bool = False  # True: value must be < high
+    choices: Optional[tuple] = None
+
+    def check(self, key: str, value):
+        if self.choices is not None:
+            if value not in self.choices:
+                raise ConfigError(f"{key}: {value!r} not allowed; allowed: {', '.join(map(str, self.choices))}")
+            return value
+        if isinstance(self.default, bool):
+            if not isinstance(value, bool):
+                raise ConfigError(f"{key}: expected true/false, got {value!r}")
+            return value
+        if isinstance(self.default, (int, float)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ConfigError(f"{key}: expected a number, got {value!r}")
+            lo_ok = self.low is None or (value > self.low if self.low_open else value >= self.low)
+            hi_ok = self.high is None or (value < self.high if self.high_open else value <= self.high)
+            if not (lo_ok and hi_ok):
+                raise ConfigError(f"{key}: {value!r} outside its domain {self.domain()}")
+            return type(self.default)(value) if isinstance(self.default, float) else value
+        return value
+
+    def domain(self) -> str:
+        if self.choices is not None:
+            return "{" + ", ".join(map(str, self.choices)) + "}"
+        lo = "-inf" if self.low is None else f"{self.low:g}"
+        hi = "inf" if self.high is None else f"{self.high:g}"
+        return f"{'(' if self.low_open or self.low is None else '['}{lo}, {hi}{')' if self.high_open or self.high is None else ']'}"
+
+
+@dataclass
+class ServerState:
+    theta: Tensor  # global trainable parameters (flat)
+    buffers: Tensor  # global float buffers (BN statistics), averaged
+    num_clients: int
+    round: int = 0
+    state: dict[str, Tensor] = field(default_factory=dict)  # momentum, duals, control variates, ...
+    extra: dict[str, Any] = field(default_factory=dict)  # non-tensor server memory
+
+    def zeros(self) -> Tensor:
+        return torch.zeros_like(self.theta)
+
+
+@dataclass
+class ClientContext:
+    cid: int
+    round: int
+    lr: float
+    local_steps: int
+    theta: Tensor  # global model as received this round
+    start: Tensor  # where local training starts (theta, or a look-ahead point)
+    down: dict[str, Tensor]  # extra downlink vectors
+    state: dict[str, Tensor]  # this client's persistent state (mutated in place, saved by the engine)
+    num_samples: int
+    scratch: dict[str, Any] = field(default_factory=dict)  # per-round temporaries of the parts
+
+
+@dataclass
+class ClientResult:
+    cid: int
+    delta: Tensor  # w_K - start
+    end: Tensor  # w_K
+    up: dict[str, Tensor]  # extra uplink vectors
+    num_samples: int
+    train_loss: float
+    buffers: Tensor
+    up_bytes: int = 0  # bytes this client sent (after compression)
+
+
+@dataclass
+class RoundResult:
+    round: int
+    sampled: list[int]
+    clients: list[ClientResult]
+    weights: Tensor  # aggregation weights over sampled clients, sum to 1
+
+    def mean(self, get: Callable[[ClientResult], Tensor]) -> Tensor:
+        out = torch.zeros_like(get(self.clients[0]))
+        for w, c in zip(self.weights.tolist(), self.clients):
+            out.add_(get(c), alpha=w)
+        return out
+
+    @property
+    def mean_delta(self) -> Tensor:
+        if "_mean_delta" not in self.__dict__:
+            self.__dict__["_mean_delta"] = self.mean(lambda c: c.delta)
+        return self.__dict__["_mean_delta"]
+
+
+class Part:
+    """Base of every part; each hook is a no-op unless overridden."""
+
+    name: ClassVar[str] = "part"
+    params: ClassVar[dict[str, Param]] = {}
+    client_state: ClassVar[tuple[str, ...]] = ()  # persistent per-client vectors, zero-initialised
+    grad_evals: ClassVar[int] = 0  # extra forward/backward passes per local step
+    requires: ClassVar[tuple[str, ...]] = ()  # downlink vectors this part needs the server to send
+
+    def __init__(self, **hp):
+        for k, spec in self.params.items():
+            setattr(self, k, hp.get(k, spec.default))
+
+    def init_server(self, srv: ServerState) -> None: ...
+
+    def downlink(self, srv: ServerState) -> dict[str, Tensor]:
+        return {}
+
+    def client_begin(self, ctx: ClientContext) -> None: ...
+
+    def client_end(self, ctx: ClientContext, w: Tensor) -> dict[str, Tensor]:
+        return {}
+
+    # Extra differentiable loss term added to the cross-entropy at every gradient evaluation
+    # (FedSOL's KL, MOON's contrastive term, ...). Return None for none.
+    def loss_term(self, ctx: ClientContext, logits: Tensor, x: Tensor, y: Tensor, model) -> Optional[Tensor]:
+        return None
+
+    def server_update(self, srv: ServerState, rnd: RoundResult) -> None: ...
+
+    def describe(self) -> str:
+        hp = ", ".join(f"{k}={getattr(self, k)}" for k in self.params)
+        return f"{self.name}({hp})" if hp else self.name
+
+
+class Perturbation(Part):
+    """Where the gradient is taken. `grad_evals` counts forward/backward passes per local step."""
+
+    grad_evals: ClassVar[int] = 1
+
+    def gradient(self, ctx: ClientContext, w: Tensor, batch, grad_at: GradFn) -> tuple[Tensor, Tensor]:
+        raise NotImplementedError
+
+
+class Correction(Part):
+    """What is added to the local step's gradient."""
+
+    def adjust(self, ctx: ClientContext, w: Tensor, g: Tensor) -> Tensor:
+        raise NotImplementedError
+
+
+class ServerOpt(Part):
+    """How the global model moves, given the clients' results."""
+
+    def __init__(self, **hp):
+        super().__init__(**hp)
+        self.requested: set[str] = set()  # downlink keys other parts declared in `requires`
+
+    def start_point(self, srv: ServerState) -> Tensor:
+        return srv.theta
+
+    def apply(self, srv: ServerState, rnd: RoundResult) -> None:
+        raise NotImplementedError
+
+
+def safe_unit(v: Tensor, eps: float = 0.0) -> Tensor:
+    """v/||v||, and exactly 0 when v = 0 (no direction is defined there)."""
+    n = v.norm()
+    if n.item() == 0.0:
+        return torch.zeros_like(v)
+    return v / (n + eps)

@@ -1,0 +1,150 @@
+"""Command-line entry points used by the Snakemake rules (and by people).
+
+Every user-facing error is a ConfigError printed as one line, exit status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _threads(n: int | None) -> None:
+    if n:
+        import torch
+
+        torch.set_num_threads(n)
+
+
+def cmd_validate(a) -> None:
+    from .study import load_config_file, load_study
+
+    cfg = {}
+    for f in a.configfile:
+        cfg.update(load_config_file(f))
+    st = load_study(cfg)
+    print(f"ok: {len(st.runs)} runs, {len(st.partitions)} partitions, {len(st.tables)} tables, {len(st.figures)} figures")
+
+
+def cmd_partition(a) -> None:
+    from .data import load_dataset, make_partition
+
+    data = load_dataset(a.dataset, a.data_root, a.download)
+    p = make_partition(data.train_y.numpy(), a.spec, a.num_clients, a.seed, a.variant,
+                       a.samples_per_client or None, data.num_classes)
+    p.meta["dataset"] = a.dataset
+    p.save(a.out)
+    print(f"partition {p.meta['spec']}: {p.num_clients} clients, sizes {min(map(len, p.clients))}..{max(map(len, p.clients))}")
+
+
+def cmd_train(a) -> None:
+    from .fl.engine import train
+    from .spec import RunSpec
+
+    _threads(a.threads)
+    spec = RunSpec.from_dict(json.loads(a.spec))
+    train(spec, a.out_dir, a.partition, a.data_root, a.device, a.download, progress=not a.quiet)
+
+
+def cmd_table(a) -> None:
+    from .report.tables import render_accuracy_table
+
+    m = json.loads(a.manifest)
+    render_accuracy_table(m["entries"], Path(a.out).with_suffix(""), m.get("title", ""), m.get("note", ""))
+
+
+def cmd_figure(a) -> None:
+    from .report import figures
+
+    m = json.loads(a.manifest)
+    kind = m["kind"]
+    if kind == "convergence":
+        figures.convergence(m["entries"], a.out, m.get("metric", "test_acc"), m.get("title", ""))
+    elif kind == "partition_heatmap":
+        figures.partition_heatmap(m["partitions"], a.out, m.get("title", ""))
+    else:
+        from .errors import ConfigError
+
+        raise ConfigError(f"figure kind {kind!r} unknown")
+
+
+def cmd_algorithms(a) -> None:
+    from .algorithms import PRESETS
+
+    rows = []
+    for name in PRESETS.names():
+        p = PRESETS.get(name)
+        hp = p.resolve({})
+        parts = f"{p.perturbation} | {', '.join(p.corrections) or '-'} | {p.server}"
+        rows.append((name, p.label, parts, ", ".join(f"{k}={v}" for k, v in hp.items()), p.source))
+    if a.json:
+        print(json.dumps([dict(zip(("name", "label", "parts", "defaults", "source"), r)) for r in rows], indent=2))
+        return
+    w = [max(len(r[i]) for r in rows + [("preset", "label", "perturbation | corrections | server", "", "")]) for i in range(3)]
+    print(f"{'preset':<{w[0]}}  {'label':<{w[1]}}  {'perturbation | corrections | server':<{w[2]}}  defaults  [source]")
+    for r in rows:
+        print(f"{r[0]:<{w[0]}}  {r[1]:<{w[1]}}  {r[2]:<{w[2]}}  {r[3]}  [{r[4]}]")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="fedflat", description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("validate", help="check a study config without running anything")
+    p.add_argument("configfile", nargs="+")
+    p.set_defaults(fn=cmd_validate)
+
+    p = sub.add_parser("partition", help="make a client partition artifact")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--spec", required=True)
+    p.add_argument("--num-clients", type=int, required=True)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--variant", default="rep")
+    p.add_argument("--samples-per-client", type=int, default=0)
+    p.add_argument("--data-root", default="data")
+    p.add_argument("--download", action="store_true")
+    p.add_argument("--out", required=True)
+    p.set_defaults(fn=cmd_partition)
+
+    p = sub.add_parser("train", help="run one federated training job")
+    p.add_argument("--spec", required=True, help="RunSpec as JSON")
+    p.add_argument("--partition", required=True)
+    p.add_argument("--out-dir", required=True)
+    p.add_argument("--data-root", default="data")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--download", action="store_true")
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(fn=cmd_train)
+
+    p = sub.add_parser("table", help="render a table from run outputs")
+    p.add_argument("--manifest", required=True)
+    p.add_argument("--out", required=True, help="output path; .md, .csv and .tex are written beside it")
+    p.set_defaults(fn=cmd_table)
+
+    p = sub.add_parser("figure", help="render a figure")
+    p.add_argument("--manifest", required=True)
+    p.add_argument("--out", nargs="+", required=True)
+    p.set_defaults(fn=cmd_figure)
+
+    p = sub.add_parser("algorithms", help="list every algorithm preset with its parts and source")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_algorithms)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .errors import ConfigError
+
+    args = build_parser().parse_args(argv)
+    try:
+        args.fn(args)
+    except ConfigError as exc:
+        print(f"fedflat: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""Client partitioners. One function per scheme: partition(labels, num_clients, rng, **params).
+
+A partition spec is a short canonical string so it can be a path component:
+
+  iid                    uniform random split, equal sizes
+  dir{a}-rep             Dirichlet(a), balanced sizes, class pools refilled when exhausted
+                         (samples may repeat across clients): FedNSAM / FL-Simulator
+  dir{a}-norep           Dirichlet(a), balanced sizes, without replacement: FedACG
+  dir{a}-lda             per-class Dirichlet(a) over clients, unbalanced, minimum size 10,
+                         re-drawn until met: NIID-Bench / FedSOL / flwr-datasets
+  shards{c}              sort by label, cut into N*c shards, c shards per client (McMahan et al.)
+
+`dir{a}` without a variant takes the config's default variant.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..registry import Registry
+from ..util.io import atomic_write
+
+PARTITIONERS: Registry[Callable[..., list[np.ndarray]]] = Registry("partition")
+DIRICHLET_VARIANTS = ("rep", "norep", "lda")
+LDA_MIN_SIZE = 10
+LDA_MAX_TRIES = 1000
+
+_SPEC = re.compile(r"^(?:(iid)|dir(?P<alpha>[0-9.eE+-]+)(?:-(?P<variant>[a-z]+))?|shards(?P<shards>[0-9]+))$")
+
+
+def parse_partition(spec: str, default_variant: str = "rep") -> tuple[str, dict]:
+    """'dir0.1' -> ('dirichlet', {'alpha': 0.1, 'variant': 'rep'}); raises ConfigError on bad specs."""
+    m = _SPEC.match(str(spec))
+    if not m:
+        raise ConfigError(
+            f"partition: cannot parse {spec!r}; allowed forms: iid, dir<alpha>[-rep|-norep|-lda], shards<c>"
+        )
+    if m.group(1):
+        return "iid", {}
+    if m.group("shards") is not None:
+        c = int(m.group("shards"))
+        if c < 1:
+            raise ConfigError(f"partition: {spec!r} needs at least 1 shard per client")
+        return "shards", {"shards_per_client": c}
+    try:
+        alpha = float(m.group("alpha"))
+    except ValueError:
+        raise ConfigError(f"partition: {spec!r} has a non-numeric alpha") from None
+    if not alpha > 0 or not np.isfinite(alpha):
+        raise ConfigError(f"partition: alpha must be > 0 in {spec!r}")
+    variant = m.group("variant") or default_variant
+    if variant not in DIRICHLET_VARIANTS:
+        raise ConfigError(f"partition: variant {variant!r} in {spec!r}; allowed: {', '.join(DIRICHLET_VARIANTS)}")
+    return "dirichlet", {"alpha": alpha, "variant": variant}
+
+
+def canonical_partition(spec: str, default_variant: str = "rep") -> str:
+    kind, p = parse_partition(spec, default_variant)
+    if kind == "dirichlet":
+        return f"dir{p['alpha']:g}-{p['variant']}"
+    return str(spec)
+
+
+@PARTITIONERS.register("iid")
+def iid(labels: np.ndarray, num_clients: int, rng: np.random.Generator) -> list[np.ndarray]:
+    return [np.sort(a) for a in np.array_split(rng.permutation(len(labels)), num_clients)]
+
+
+@PARTITIONERS.register("shards")
+def shards(labels, num_clients, rng, shards_per_client: int) -> list[np.ndarray]:
+    n_shards = num_clients * shards_per_client
+    if n_shards > len(labels):
+        raise ConfigError(f"partition: {n_shards} shards requested but only {len(labels)} samples")
+    order = np.argsort(labels, kind="stable")
+    pieces = np.array_split(order, n_shards)
+    assign = rng.permutation(n_shards).reshape(num_clients, shards_per_client)
+    return [np.sort(np.concatenate([pieces[s] for s in row])) for row in assign]
+
+
+@PARTITIONERS.register("dirichlet")
+def dirichlet(labels, num_clients, rng, alpha: float, variant: str, samples_per_client: int | None = None):
+    num_classes = int(labels.max()) + 1
+    if variant == "lda":
+        return _dirichlet_lda(labels, num_clients, rng, alpha, num_classes)
+    n = samples_per_client or len(labels) // num_clients
+    if variant == "norep" and n * num_clients > len(labels):
+        raise ConfigError(f"partition: {num_clients} x {n} samples exceed the {len(labels)} available without replacement")
+    pools = [rng.permutation(np.flatnonzero(labels == c)).tolist() for c in range(num_classes)]
+    fresh = [list(p) for p in pools]  # refill source for the with-replacement variant
+    out = []
+    for _ in range(num_clients):
+        p = rng.dirichlet(alpha * np.ones(num_classes))
+        picked = []
+        for _s in range(n):
+            if variant == "norep":
+                avail = np.array([len(q) > 0 for q in pools], dtype=float)
+                w = p * avail
+                # a client whose classes are exhausted falls back to the remaining classes uniformly
+                w = w / w.sum() if w.sum() > 0 else avail / avail.sum()
+                c = rng.choice(num_classes, p=w)
+            else:
+                c = rng.choice(num_classes, p=p)
+                if not pools[c]:
+                    pools[c] = rng.permutation(fresh[c]).tolist()
+            picked.append(pools[c].pop())
+        out.append(np.sort(np.asarray(picked, dtype=np.int64)))
+    return out
+
+
+def _dirichlet_lda(labels, num_clients, rng, alpha, num_classes):
+    n = len(labels)
+    min_size = min(LDA_MIN_SIZE, n // num_clients)
+    for _ in range(LDA_MAX_TRIES):
+        buckets = [[] for _ in range(num_clients)]
+        for c in range(num_classes):
+            idx = rng.permutation(np.flatnonzero(labels == c))
+            p = rng.dirichlet(alpha * np.ones(num_clients))
+            # NIID-Bench balancing: a client already holding >= n/N samples gets no more
+            full = np.array([len(b) >= n / num_clients for b in buckets])
+            p = np.where(full, 0.0, p)
+            p = p / p.sum() if p.sum() > 0 else np.ones(num_clients) / num_clients
+            cuts = (np.cumsum(p) * len(idx)).astype(int)[:-1]
+            for b, part in zip(buckets, np.split(idx, cuts)):
+                b.extend(part.tolist())
+        if min(len(b) for b in buckets) >= min_size:
+            return [np.sort(np.asarray(b, dtype=np.int64)) for b in buckets]
+    raise ConfigError(f"partition: dir{alpha}-lda could not give every client {min_size} samples in {LDA_MAX_TRIES} tries")
+
+
+@dataclass
+class Partition:
+    clients: list[np.ndarray]
+    histogram: np.ndarray  # (num_clients, num_classes) label counts
+    meta: dict
+
+    @property
+    def num_clients(self) -> int:
+        return len(self.clients)
+
+    def save(self, path: str | Path) -> None:
+        sizes = np.array([len(c) for c in self.clients], dtype=np.int64)
+        flat = np.concatenate(self.clients) if self.clients else np.zeros(0, np.int64)
+
+        def write(tmp: Path):
+            with open(tmp, "wb") as fh:
+                np.savez(fh, indices=flat, sizes=sizes, histogram=self.histogram, meta=json.dumps(self.meta))
+
+        atomic_write(Path(path), write)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Partition":
+        path = Path(path)
+        if not path.exists():
+            raise ConfigError(f"partition file missing: {path}")
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                flat, sizes, hist, meta = z["indices"], z["sizes"], z["histogram"], json.loads(str(z["meta"]))
+        except Exception as exc:  # corrupted or truncated file: name it, do not guess
+            raise ConfigError(f"partition file {path} is corrupted or truncated ({type(exc).__name__}); delete it and rerun") from None
+        if sizes.sum() != len(flat) or hist.shape[0] != len(sizes):
+            raise ConfigError(f"partition file {path} is inconsistent (sizes vs indices); delete it and rerun")
+        return cls(list(np.split(flat, np.cumsum(sizes)[:-1])), hist, meta)
+
+
+def make_partition(labels, spec: str, num_clients: int, seed: int, default_variant: str = "rep",
+                   samples_per_client: int | None = None, num_classes: int | None = None) -> Partition:
+    labels = np.asarray(labels)
+    if num_clients < 1:
+        raise ConfigError(f"num_clients: must be >= 1, got {num_clients}")
+    if num_clients > len(labels):
+        raise ConfigError(f"num_clients: {num_clients} clients exceed the {len(labels)} training samples")
+    kind, params = parse_partition(spec, default_variant)
+    if kind == "dirichlet":
+        params["samples_per_client"] = samples_per_client
+    rng = np.random.default_rng([seed, 0x9A27])
+    clients = PARTITIONERS.get(kind)(labels, num_clients, rng, **params)
+    k = num_classes or int(labels.max()) + 1
+    hist = np.stack([np.bincount(labels[c], minlength=k) for c in clients])
+    meta = {"spec": canonical_partition(spec, default_variant), "kind": kind, "params": params,
+            "num_clients": num_clients, "seed": seed, "num_samples": int(len(labels))}
+    return Partition(clients, hist, meta)

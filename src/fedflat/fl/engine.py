@@ -1,0 +1,320 @@
+"""The round loop: sample clients, run each client's local steps through the algorithm's parts,
+aggregate, evaluate on a schedule, log, checkpoint. One loop for every algorithm."""
+from __future__ import annotations
+
+import math
+import platform
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import torch
+
+from .. import __version__
+from ..algorithms import Algorithm, Part, ClientContext, ClientResult, RoundResult, ServerState, build_algorithm
+from ..data import ArrayDataset, Partition, load_dataset
+from ..errors import ConfigError
+from ..models import build_model, count_parameters
+from ..spec import RunSpec
+from ..util.io import torch_save, write_json
+from .batches import BatchStream, sample_clients, torch_generator
+from .client_store import ClientStateStore
+from .evaluate import evaluate
+from .flat import FlatModel
+from .hooks import COMPRESSORS, ROUND_HOOKS
+from .metrics import MetricsLog, Progress
+
+from .hooks import BYTES_PER_FLOAT
+
+
+def seed_everything(seed: int) -> None:
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def resolve_device(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"device: {device!r} requested but CUDA is not available")
+    return torch.device(device)
+
+
+@dataclass
+class Outputs:
+    dir: Path
+
+    @property
+    def metrics(self):
+        return self.dir / "metrics.csv"
+
+    @property
+    def summary(self):
+        return self.dir / "summary.json"
+
+    @property
+    def config(self):
+        return self.dir / "config.json"
+
+    @property
+    def model(self):
+        return self.dir / "model.pt"
+
+    @property
+    def checkpoint(self):
+        return self.dir / "checkpoint.pt"
+
+    @property
+    def client_state_dir(self):
+        return self.dir / "client_state"
+
+
+class Simulation:
+    def __init__(self, spec: RunSpec, data: ArrayDataset, partition: Partition, out_dir: Path,
+                 device: str = "cpu", progress: bool = True):
+        self.spec = spec
+        self.device = resolve_device(device)
+        self.data = data.to(self.device)
+        if partition.num_clients != spec.num_clients:
+            raise ConfigError(f"partition has {partition.num_clients} clients but training.num_clients is {spec.num_clients}")
+        self.client_idx = [torch.as_tensor(c, dtype=torch.long, device=self.device) for c in partition.clients]
+        self.out = Outputs(Path(out_dir))
+        self.algo: Algorithm = build_algorithm(spec.algorithm, spec.hparams)
+        seed_everything(spec.seed)
+        module = build_model(spec.model, data.input_shape, data.num_classes, **spec.model_kwargs)
+        self.fm = FlatModel(module, self.device)
+        self.num_params = count_parameters(module)
+        self.srv = ServerState(theta=self.fm.flat.clone(), buffers=self.fm.get_buffers().clone(),
+                               num_clients=spec.num_clients)
+        for p in self.algo.parts:
+            p.init_server(self.srv)
+        self.store = ClientStateStore(self.algo.client_state_names, lambda n: torch.zeros_like(self.srv.theta),
+                                      backend=spec.client_state, directory=self.out.client_state_dir, device=self.device)
+        self.log = MetricsLog()
+        self.progress = Progress(self._tag(), spec.rounds, enabled=progress)
+        self.start_round = 1
+        self.elapsed = 0.0
+        self.status = "running"
+        self.hooks = [ROUND_HOOKS.get(name, key="analysis")(**(params or {})) for name, params in spec.analysis.items()]
+        up = dict(spec.uplink or {"kind": "none"})
+        self.compressor = COMPRESSORS.get(up.pop("kind", "none"), key="uplink.kind")(**up)
+        self.compressor_state: dict[int, dict] = {}  # per-client error-feedback memory
+        self._loss_parts = [p for p in self.algo.parts if type(p).loss_term is not Part.loss_term]
+
+    def _tag(self) -> str:
+        s = self.spec
+        return f"{s.algorithm} {s.dataset}/{s.partition}/{s.model} seed{s.seed}"
+
+    # ---------------------------------------------------------------------------------- client
+    def lr_at(self, t: int) -> float:
+        return self.spec.lr * self.spec.lr_decay ** (t - 1)
+
+    def local_train(self, cid: int, t: int, start: torch.Tensor, down: dict, lr: float) -> ClientResult:
+        spec, algo, fm = self.spec, self.algo, self.fm
+        idx = self.client_idx[cid]
+        ctx = ClientContext(cid=cid, round=t, lr=lr, local_steps=spec.local_steps, theta=self.srv.theta,
+                            start=start, down=down, state=self.store.get(cid), num_samples=len(idx))
+        if self.srv.buffers.numel():
+            fm.set_buffers(self.srv.buffers)  # every client starts from the global BN statistics
+        for p in algo.parts:
+            p.client_begin(ctx)
+        stream = BatchStream(idx, spec.batch_size, spec.seed, t, cid)
+        gen = torch_generator(spec.seed, t, cid, self.device)
+        extra = self._extra_loss(ctx) if self._loss_parts else None
+        grad_at = lambda point, batch: fm.grad_at(point, batch[0], batch[1], extra)
+        w = start.clone()
+        buf = torch.zeros_like(w) if spec.local_momentum > 0 else None
+        loss_sum = torch.zeros((), device=self.device)
+        for _ in range(spec.local_steps):
+            x, y = self.data.train_batch(stream.next(), gen)
+            loss, g = algo.perturbation.gradient(ctx, w, (x, y), grad_at)
+            loss_sum += loss
+            if spec.clip_grad_norm > 0:  # torch.nn.utils.clip_grad_norm_ semantics on the data gradient
+                g = g * (spec.clip_grad_norm / (g.norm() + 1e-6)).clamp(max=1.0)
+            for c in algo.corrections:
+                g = c.adjust(ctx, w, g)
+            if spec.weight_decay > 0:
+                g = g + spec.weight_decay * w
+            if buf is not None:
+                g = buf.mul_(spec.local_momentum).add_(g)
+            w.sub_(g, alpha=lr)
+        up: dict = {}
+        for p in algo.parts:
+            up.update(p.client_end(ctx, w))
+        self.store.put(cid, ctx.state, t)
+        delta, up, sent = self.send_up(cid, w - start, up)
+        return ClientResult(cid=cid, delta=delta, end=start + delta, up=up, num_samples=len(idx),
+                            train_loss=(loss_sum / spec.local_steps).item(), buffers=fm.get_buffers(), up_bytes=sent)
+
+    def send_up(self, cid: int, delta: torch.Tensor, up: dict) -> tuple[torch.Tensor, dict, int]:
+        """Every uplink vector goes through the compressor; returns what the server receives and the bytes."""
+        st = self.compressor_state.setdefault(cid, {})
+        delta, sent = self.compressor.compress(delta, cid, "delta", st)
+        out = {}
+        for k, v in up.items():
+            out[k], b = self.compressor.compress(v, cid, k, st)
+            sent += b
+        return delta, out, sent
+
+    def _extra_loss(self, ctx):
+        model = self.fm.module
+
+        def extra(logits, x, y):
+            terms = [t for p in self._loss_parts if (t := p.loss_term(ctx, logits, x, y, model)) is not None]
+            return sum(terms) if terms else logits.new_zeros(())
+
+        return extra
+
+    # ---------------------------------------------------------------------------------- server
+    def run_round(self, t: int) -> dict:
+        spec, srv, algo = self.spec, self.srv, self.algo
+        srv.round = t
+        torch.manual_seed(int(np.random.default_rng([spec.seed, t]).integers(0, 2**62)))  # dropout etc.
+        sampled = sample_clients(spec.seed, t, spec.num_clients, spec.clients_per_round)
+        lr = self.lr_at(t)
+        start = algo.server.start_point(srv)
+        down: dict = {}
+        for p in algo.parts:
+            down.update(p.downlink(srv))
+        results = [self.local_train(cid, t, start, down, lr) for cid in sampled]
+        if spec.aggregation == "samples":
+            wts = torch.tensor([r.num_samples for r in results], dtype=torch.float64)
+        else:
+            wts = torch.ones(len(results), dtype=torch.float64)
+        rnd = RoundResult(round=t, sampled=sampled, clients=results, weights=(wts / wts.sum()))
+        flat_dist = self.flatness_distance(results)
+        for p in algo.parts[:-1]:
+            p.server_update(srv, rnd)
+        algo.server.server_update(srv, rnd)
+        algo.server.apply(srv, rnd)
+        if srv.buffers.numel():
+            srv.buffers = rnd.mean(lambda c: c.buffers)
+        n = self.fm.numel * BYTES_PER_FLOAT
+        down_vecs = 1 + len(down)
+        train_loss = float(np.mean([r.train_loss for r in results]))
+        row = {
+            "round": t, "lr": lr, "train_loss": train_loss, "flatness_distance": flat_dist,
+            "update_norm": float(rnd.mean_delta.norm()), "clients": len(sampled),
+            "down_bytes": down_vecs * n * len(sampled), "up_bytes": sum(r.up_bytes for r in results),
+            "grad_evals": algo.grad_evals_per_step * spec.local_steps * len(sampled),
+        }
+        for h in self.hooks:
+            row.update(h.on_round_end(self, t, rnd, row))
+        return row
+
+    @staticmethod
+    def flatness_distance(results: list[ClientResult]) -> float:
+        """FedNSAM Def. 1 over the sampled clients: (1/S) Σ ‖Δ_i − mean Δ‖² (notes §4.1)."""
+        d = torch.stack([r.delta for r in results])
+        return float(((d - d.mean(0)) ** 2).sum(1).mean())
+
+    # ---------------------------------------------------------------------------------- loop
+    def run(self, stop_after: Optional[int] = None) -> dict:
+        spec = self.spec
+        self.resume()
+        for h in self.hooks:
+            h.on_start(self)
+        t0 = time.perf_counter() - self.elapsed
+        for t in range(self.start_round, spec.rounds + 1):
+            row = self.run_round(t)
+            evaluate_now = t % spec.eval_every == 0 or t == spec.rounds
+            finite = math.isfinite(row["train_loss"]) and bool(torch.isfinite(self.srv.theta).all())
+            if evaluate_now or not finite:
+                te = time.perf_counter()
+                ev = evaluate(self.fm, self.srv.theta, self.srv.buffers, self.data, "test", spec.eval_batch_size)
+                row.update(test_loss=ev["loss"], test_acc=ev["acc"], eval_time=time.perf_counter() - te)
+            self.elapsed = time.perf_counter() - t0
+            row["wall_time"] = self.elapsed
+            row["status"] = "ok" if finite else "diverged"
+            self.log.append(row)
+            self.progress.update(t, row)
+            if not finite:
+                self.status = "diverged"
+                break
+            if spec.checkpoint_every and t % spec.checkpoint_every == 0 and t < spec.rounds:
+                self.save_checkpoint(t)
+            if stop_after is not None and t >= stop_after:  # tests: simulate a kill after round t
+                return {"status": "stopped", "round": t}
+        if self.status == "running":
+            self.status = "completed"
+        return self.finish()
+
+    # ---------------------------------------------------------------------------------- state
+    def save_checkpoint(self, t: int) -> None:
+        torch_save(self.out.checkpoint, {
+            "digest": self.spec.digest(), "round": t, "theta": self.srv.theta.cpu(),
+            "buffers": self.srv.buffers.cpu(), "server_state": {k: v.cpu() for k, v in self.srv.state.items()},
+            "server_extra": self.srv.extra, "clients": self.store.snapshot(t), "metrics": self.log.rows,
+            "compressor_state": self.compressor_state,
+            "elapsed": self.elapsed,
+        })
+
+    def resume(self) -> None:
+        path = self.out.checkpoint
+        if not path.exists():
+            return
+        try:
+            ck = torch.load(path, map_location="cpu", weights_only=False)
+        except Exception as exc:
+            raise ConfigError(f"checkpoint {path} is corrupted or truncated ({type(exc).__name__}); delete it to restart the run") from None
+        if ck.get("digest") != self.spec.digest():
+            raise ConfigError(f"checkpoint {path} belongs to different settings; delete it to restart the run")
+        dev = self.device
+        self.srv.theta = ck["theta"].to(dev)
+        self.srv.buffers = ck["buffers"].to(dev)
+        self.srv.state = {k: v.to(dev) for k, v in ck["server_state"].items()}
+        self.srv.extra = ck["server_extra"]
+        self.store.restore(ck["clients"], ck["round"])
+        self.log.rows = list(ck["metrics"])
+        self.compressor_state = ck.get("compressor_state", {})
+        self.elapsed = ck["elapsed"]
+        self.start_round = ck["round"] + 1
+        self.progress.note(f"resumed from checkpoint at round {ck['round']}")
+
+    def finish(self) -> dict:
+        rows = self.log.rows
+        evals = [r for r in rows if r.get("test_acc") is not None and not (isinstance(r.get("test_acc"), float) and math.isnan(r["test_acc"]))]
+        tail = max(1, math.ceil(0.1 * len(evals))) if evals else 0
+        summary = {
+            "status": self.status,
+            "rounds_completed": rows[-1]["round"] if rows else 0,
+            "final_acc": evals[-1]["test_acc"] if evals and self.status == "completed" else None,
+            "last10_acc": float(np.mean([r["test_acc"] for r in evals[-tail:]])) if evals and self.status == "completed" else None,
+            "best_acc": max((r["test_acc"] for r in evals), default=None),
+            "final_test_loss": evals[-1]["test_loss"] if evals else None,
+            "wall_time": self.elapsed,
+            "train_time": self.elapsed - sum(r.get("eval_time") or 0.0 for r in rows),
+            "num_params": self.num_params,
+            "grad_evals_per_step": self.algo.grad_evals_per_step,
+            "up_bytes_total": int(sum(r["up_bytes"] for r in rows)),
+            "down_bytes_total": int(sum(r["down_bytes"] for r in rows)),
+        }
+        self.log.write(self.out.metrics)
+        torch_save(self.out.model, {"theta": self.srv.theta.cpu(), "buffers": self.srv.buffers.cpu(),
+                                    "spec": self.spec.to_dict()})
+        write_json(self.out.summary, summary)
+        self.out.checkpoint.unlink(missing_ok=True)
+        self.progress.done(summary)
+        return summary
+
+
+def environment() -> dict:
+    return {"fedflat": __version__, "torch": torch.__version__, "python": sys.version.split()[0],
+            "platform": platform.platform(), "cuda": torch.version.cuda if torch.cuda.is_available() else None}
+
+
+def train(spec: RunSpec, out_dir: str | Path, partition_path: str | Path, data_root: str | Path = "data",
+          device: str = "cpu", download: bool = False, progress: bool = True,
+          stop_after: Optional[int] = None) -> dict:
+    out = Outputs(Path(out_dir))
+    data = load_dataset(spec.dataset, data_root, download)
+    partition = Partition.load(partition_path)
+    sim = Simulation(spec, data, partition, out.dir, device=device, progress=progress)
+    write_json(out.config, {"spec": spec.to_dict(), "run_id": spec.run_id(), "algorithm": sim.algo.describe(),
+                            "source": sim.algo.preset.source, "partition_file": str(partition_path),
+                            "partition_meta": partition.meta, "device": str(sim.device),
+                            "environment": environment()})
+    return sim.run(stop_after=stop_after)

@@ -1,0 +1,54 @@
+"""Extension points of the round loop, so analysis and compression plug in without editing it.
+
+RoundHook: per-round measurements (global sharpness, perturbation cosine, divergence, ...).
+Registered by name in ROUND_HOOKS; a run enables them through RunSpec.analysis, e.g.
+    analysis: {sharpness: {every: 5, rho: 0.05}}
+Each hook returns extra metric columns for the round (written to metrics.csv).
+
+Compressor: transforms every uplink vector (the model update and any extra vectors a part sends)
+and reports the bytes that would go on the wire. Registered in COMPRESSORS; a run enables one
+through RunSpec.uplink, e.g. uplink: {kind: quant, bits: 4}.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ..registry import Registry
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..algorithms import RoundResult
+    from .engine import Simulation
+
+BYTES_PER_FLOAT = 4
+
+
+class RoundHook:
+    def __init__(self, **params: Any):
+        self.params = params
+
+    def on_start(self, sim: "Simulation") -> None: ...
+
+    def on_round_end(self, sim: "Simulation", t: int, rnd: "RoundResult", row: dict) -> dict:
+        """Called after the server update (sim.srv holds the new global model). Return extra columns."""
+        return {}
+
+
+ROUND_HOOKS: Registry[type[RoundHook]] = Registry("analysis hook")
+
+
+class Compressor:
+    """Identity: sends float32 vectors as they are."""
+
+    def __init__(self, **params: Any):
+        self.params = params
+
+    def compress(self, vec: torch.Tensor, cid: int, key: str, state: dict) -> tuple[torch.Tensor, int]:
+        """Return (the vector the server receives, bytes sent). `state` is this client's persistent
+        compressor memory (error feedback), kept by the engine."""
+        return vec, vec.numel() * BYTES_PER_FLOAT
+
+
+COMPRESSORS: Registry[type[Compressor]] = Registry("compressor")
+COMPRESSORS.add("none", Compressor)

@@ -1,0 +1,118 @@
+"""A run's fully resolved settings, its validation and its stable identity.
+
+Everything that can change a number in metrics.csv is in RunSpec, so the run id (a hash of it)
+is a function of the run's parameters: two jobs never share an output directory, and tables
+that need the same run share it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from .errors import ConfigError, choice_error
+
+# Training defaults (FedNSAM notes §5.3 code defaults where the papers are silent).
+TRAINING_DEFAULTS: dict[str, Any] = {
+    "num_clients": 20,
+    "participation": 0.25,  # fraction of clients sampled per round, without replacement
+    "rounds": 50,
+    "local_steps": 10,  # K mini-batch steps per round
+    "batch_size": 32,
+    "lr": 0.05,
+    "lr_decay": 1.0,  # multiplicative per round: lr_t = lr * lr_decay^(t-1)
+    "weight_decay": 1e-3,  # coupled L2 in the local SGD step
+    "local_momentum": 0.0,
+    "clip_grad_norm": 10.0,  # on the data gradient; 0 disables
+    "aggregation": "uniform",  # uniform | samples (weights of the client mean)
+    "eval_every": 1,  # evaluate the global model every N rounds (and always at the last)
+    "eval_batch_size": 1024,
+    "checkpoint_every": 10,
+    "client_state": "memory",  # memory | disk
+    "dirichlet_variant": "rep",
+    "samples_per_client": 0,  # 0: len(train) // num_clients (balanced Dirichlet variants)
+}
+
+_POSITIVE_INT = ("num_clients", "rounds", "local_steps", "batch_size", "eval_every", "eval_batch_size")
+_CHOICES = {"aggregation": ("uniform", "samples"), "client_state": ("memory", "disk"),
+            "dirichlet_variant": ("rep", "norep", "lda")}
+
+
+def check_training(tr: dict[str, Any], key: str = "training") -> dict[str, Any]:
+    unknown = sorted(set(tr) - set(TRAINING_DEFAULTS))
+    if unknown:
+        raise ConfigError(f"{key}: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(TRAINING_DEFAULTS))}")
+    out = {**TRAINING_DEFAULTS, **tr}
+    for k in _POSITIVE_INT:
+        v = out[k]
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ConfigError(f"{key}.{k}: must be an integer >= 1, got {v!r}")
+    for k in ("checkpoint_every", "samples_per_client"):
+        v = out[k]
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ConfigError(f"{key}.{k}: must be an integer >= 0, got {v!r}")
+    p = out["participation"]
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not (0 < p <= 1):
+        raise ConfigError(f"{key}.participation: must be in (0, 1], got {p!r}")
+    for k, lo, lo_open in (("lr", 0, True), ("lr_decay", 0, True), ("weight_decay", 0, False),
+                           ("clip_grad_norm", 0, False), ("local_momentum", 0, False)):
+        v = out[k]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or (v <= lo if lo_open else v < lo):
+            raise ConfigError(f"{key}.{k}: must be a number {'>' if lo_open else '>='} {lo}, got {v!r}")
+        out[k] = float(v)
+    if out["local_momentum"] >= 1:
+        raise ConfigError(f"{key}.local_momentum: must be in [0, 1), got {out['local_momentum']!r}")
+    for k, allowed in _CHOICES.items():
+        if out[k] not in allowed:
+            raise choice_error(f"{key}.{k}", out[k], allowed)
+    return out
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    dataset: str
+    partition: str  # canonical partition spec (see data.partition)
+    model: str
+    algorithm: str
+    seed: int
+    hparams: dict = field(default_factory=dict)  # resolved algorithm hyperparameters
+    model_kwargs: dict = field(default_factory=dict)
+    training: dict = field(default_factory=dict)  # resolved TRAINING_DEFAULTS
+    analysis: dict = field(default_factory=dict)  # round hooks: {name: {params}} (fl.hooks.ROUND_HOOKS)
+    uplink: dict = field(default_factory=dict)  # compressor: {kind: name, ...params} (fl.hooks.COMPRESSORS)
+
+    def __getattr__(self, name):  # spec.lr etc. read the training settings
+        tr = object.__getattribute__(self, "training")
+        if name in tr:
+            return tr[name]
+        raise AttributeError(name)
+
+    @property
+    def clients_per_round(self) -> int:
+        return max(1, int(round(self.training["participation"] * self.training["num_clients"])))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RunSpec":
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+    def digest(self) -> str:
+        """Hash of everything but the names already in the path."""
+        d = self.to_dict()
+        payload = {k: d[k] for k in ("hparams", "model_kwargs", "training")}
+        for k in ("analysis", "uplink"):  # omitted when empty so older run ids stay stable
+            if d[k]:
+                payload[k] = d[k]
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:10]
+
+    def run_id(self) -> str:
+        return f"{self.dataset}/{self.partition}/{self.model}/{self.algorithm}/{self.digest()}/seed{self.seed}"
+
+    def partition_id(self) -> str:
+        tr = self.training
+        extra = f"-spc{tr['samples_per_client']}" if tr["samples_per_client"] else ""
+        return f"{self.dataset}/{self.partition}-n{tr['num_clients']}{extra}-seed{self.seed}"

@@ -1,0 +1,230 @@
+"""Expand a study config into the runs, partitions, tables and figures it needs.
+
+The Snakefile calls this at parse time, so every config error is raised before any job starts,
+and every output path is a function of the run's parameters.
+"""
+from __future__ import annotations
+
+import copy
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .algorithms import PRESETS
+from .data import DATASETS
+from .data.partition import canonical_partition
+from .errors import ConfigError, choice_error
+from .fl.hooks import COMPRESSORS, ROUND_HOOKS
+from .models import MODELS
+from .spec import RunSpec, check_training
+
+TOP_KEYS = {"study", "data_root", "download", "device", "threads_per_job", "training", "algorithm_params", "uplink",
+            "model_params", "experiments", "tables", "figures", "tables_dir", "figures_dir", "scale", "analysis",
+            "resources"}
+EXPERIMENT_KEYS = {"datasets", "models", "partitions", "algorithms", "seeds", "training", "description",
+                   "analysis", "uplink"}
+TABLE_KINDS = ("accuracy",)
+FIGURE_KINDS = ("convergence", "partition_heatmap")
+
+
+@dataclass
+class AlgoEntry:
+    preset: str
+    label: str
+    params: dict
+
+
+@dataclass
+class Study:
+    config: dict
+    runs: dict[str, RunSpec] = field(default_factory=dict)  # run id -> spec
+    partitions: dict[str, dict] = field(default_factory=dict)  # partition id -> how to make it
+    experiments: dict[str, list[tuple[str, dict]]] = field(default_factory=dict)  # name -> [(run id, labels)]
+    tables: dict[str, dict] = field(default_factory=dict)
+    figures: dict[str, dict] = field(default_factory=dict)
+
+    def run_dir(self, run_id: str) -> str:
+        return f"results/runs/{run_id}"
+
+    def partition_path(self, pid: str) -> str:
+        return f"results/partitions/{pid}.npz"
+
+    @property
+    def tables_dir(self) -> str:
+        return self.config.get("tables_dir", "results/tables")
+
+    @property
+    def figures_dir(self) -> str:
+        return self.config.get("figures_dir", "figures")
+
+    def table_outputs(self) -> list[str]:
+        return [f"{self.tables_dir}/{n}.{ext}" for n in self.tables for ext in ("md", "csv", "tex")]
+
+    def figure_outputs(self) -> list[str]:
+        return [f"{self.figures_dir}/{n}.{ext}" for n in self.figures for ext in ("pdf", "png")]
+
+
+def _as_list(exp_name: str, exp: dict, key: str) -> list:
+    v = exp.get(key)
+    if v is None or (isinstance(v, list) and not v):
+        raise ConfigError(f"experiments.{exp_name}.{key}: must be a non-empty list")
+    return v if isinstance(v, list) else [v]
+
+
+def _algo_entry(exp_name: str, raw, global_params: dict) -> AlgoEntry:
+    key = f"experiments.{exp_name}.algorithms"
+    if isinstance(raw, str):
+        raw = {"preset": raw}
+    if not isinstance(raw, dict) or "preset" not in raw:
+        raise ConfigError(f"{key}: each entry is a preset name or a mapping with 'preset'; got {raw!r}")
+    bad = sorted(set(raw) - {"preset", "params", "label"})
+    if bad:
+        raise ConfigError(f"{key}: unknown key {bad[0]!r}; allowed: label, params, preset")
+    name = raw["preset"]
+    preset = PRESETS.get(name, key=key)
+    params = {**(global_params.get(name) or {}), **(raw.get("params") or {})}
+    resolved = preset.resolve(params, key="algorithm_params")
+    return AlgoEntry(name, raw.get("label") or preset.label, resolved)
+
+
+def _analysis(base, override, key: str) -> dict:
+    """Round hooks for the runs: the top-level `analysis.hooks` merged with the experiment's."""
+    hooks = {**((base or {}).get("hooks") or {}), **((override or {}).get("hooks") or {})}
+    for name in hooks:
+        ROUND_HOOKS.get(name, key=f"{key}.hooks")
+    return {k: dict(v or {}) for k, v in sorted(hooks.items())}
+
+
+def load_study(config: dict) -> Study:
+    config = copy.deepcopy(config)
+    unknown = sorted(set(config) - TOP_KEYS)
+    if unknown:
+        raise ConfigError(f"config: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(TOP_KEYS))}")
+    base_training = config.get("training") or {}
+    check_training(base_training)  # name bad global keys as 'training.x'
+    global_algo = config.get("algorithm_params") or {}
+    for name in global_algo:
+        PRESETS.get(name, key="algorithm_params")
+    model_params = config.get("model_params") or {}
+    exps = config.get("experiments") or {}
+    if not exps:
+        raise ConfigError("experiments: at least one experiment is required")
+    study = Study(config)
+    for ename, exp in exps.items():
+        if not isinstance(exp, dict):
+            raise ConfigError(f"experiments.{ename}: must be a mapping")
+        bad = sorted(set(exp) - EXPERIMENT_KEYS)
+        if bad:
+            raise ConfigError(f"experiments.{ename}: unknown key {bad[0]!r}; allowed: {', '.join(sorted(EXPERIMENT_KEYS))}")
+        training = check_training({**base_training, **(exp.get("training") or {})}, key=f"experiments.{ename}.training")
+        datasets = _as_list(ename, exp, "datasets")
+        models = _as_list(ename, exp, "models")
+        for d in datasets:
+            DATASETS.get(d, key=f"experiments.{ename}.datasets")
+        for m in models:
+            MODELS.get(m, key=f"experiments.{ename}.models")
+        parts = [canonical_partition(p, training["dirichlet_variant"]) for p in _as_list(ename, exp, "partitions")]
+        algos = [_algo_entry(ename, a, global_algo) for a in _as_list(ename, exp, "algorithms")]
+        seeds = _as_list(ename, exp, "seeds")
+        analysis = _analysis(config.get("analysis"), exp.get("analysis"), f"experiments.{ename}.analysis")
+        uplink = dict(exp.get("uplink", config.get("uplink")) or {})
+        if uplink and uplink.get("kind", "none") == "none":
+            uplink = {}
+        if uplink:
+            COMPRESSORS.get(uplink.get("kind"), key=f"experiments.{ename}.uplink.kind")
+        for s in seeds:
+            if isinstance(s, bool) or not isinstance(s, int) or s < 0:
+                raise ConfigError(f"experiments.{ename}.seeds: seeds must be integers >= 0, got {s!r}")
+        entries = []
+        for d, m, p, a, s in itertools.product(datasets, models, parts, algos, seeds):
+            spec = RunSpec(d, p, m, a.preset, s, a.params, dict(model_params.get(m) or {}), training,
+                           analysis=analysis, uplink=uplink)
+            rid = spec.run_id()
+            study.runs[rid] = spec
+            study.partitions[spec.partition_id()] = {
+                "dataset": d, "partition": p, "num_clients": training["num_clients"], "seed": s,
+                "samples_per_client": training["samples_per_client"], "variant": training["dirichlet_variant"]}
+            entries.append((rid, {"dataset": d, "model": m, "partition": p, "algorithm": a.label,
+                                  "preset": a.preset, "seed": s}))
+        study.experiments[ename] = entries
+    for name, t in (config.get("tables") or {}).items():
+        kind = t.get("kind", "accuracy")
+        if kind not in TABLE_KINDS:
+            raise choice_error(f"tables.{name}.kind", kind, TABLE_KINDS)
+        if t.get("experiment") not in study.experiments:
+            raise choice_error(f"tables.{name}.experiment", t.get("experiment"), study.experiments)
+        study.tables[name] = {**t, "kind": kind}
+    for name, f in (config.get("figures") or {}).items():
+        kind = f.get("kind")
+        if kind not in FIGURE_KINDS:
+            raise choice_error(f"figures.{name}.kind", kind, FIGURE_KINDS)
+        if f.get("experiment") not in study.experiments:
+            raise choice_error(f"figures.{name}.experiment", f.get("experiment"), study.experiments)
+        study.figures[name] = dict(f)
+    return study
+
+
+def experiment_runs(study: Study, name: str) -> list[tuple[str, dict]]:
+    return study.experiments[name]
+
+
+def figure_inputs(study: Study, name: str) -> list[str]:
+    f = study.figures[name]
+    entries = study.experiments[f["experiment"]]
+    if f["kind"] == "partition_heatmap":
+        seed = f.get("seed", min(l["seed"] for _, l in entries))
+        pids = sorted({study.runs[r].partition_id() for r, l in entries if l["seed"] == seed})
+        return [study.partition_path(p) for p in pids]
+    return [f"{study.run_dir(r)}/metrics.csv" for r, _ in entries]
+
+
+def table_inputs(study: Study, name: str) -> list[str]:
+    entries = study.experiments[study.tables[name]["experiment"]]
+    return [f"{study.run_dir(r)}/{f}" for r, _ in entries for f in ("summary.json", "metrics.csv")]
+
+
+def load_config_file(path: str | Path) -> dict:
+    import yaml
+
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"config file not found: {path}")
+    try:
+        cfg = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"config file {path} must contain a mapping")
+    return cfg
+
+
+def _entries(study: Study, ename: str) -> list[dict]:
+    return [{**labels, "dir": study.run_dir(rid)} for rid, labels in study.experiments[ename]]
+
+
+def table_manifest(study: Study, name: str) -> dict:
+    t = study.tables[name]
+    return {"kind": t["kind"], "title": t.get("title", name), "note": t.get("note", ""),
+            "entries": _entries(study, t["experiment"])}
+
+
+def figure_manifest(study: Study, name: str) -> dict:
+    f = study.figures[name]
+    m = {k: v for k, v in f.items() if k != "experiment"}
+    if f["kind"] == "partition_heatmap":
+        m["partitions"] = figure_inputs(study, name)
+    else:
+        m["entries"] = _entries(study, f["experiment"])
+    return m
+
+
+def schema_error(config: dict, schema: dict) -> str:
+    """The most relevant JSON-schema violation as one line naming the key."""
+    import jsonschema
+
+    err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
+    if err is None:
+        return "config does not match workflow/schemas/config.schema.yaml"
+    path = ".".join(str(p) for p in err.absolute_path) or "config"
+    return f"{path}: {err.message}"

@@ -1,0 +1,40 @@
+# Parse-time validation and the study's expansion. All logic lives in the fedflat package.
+import json
+import sys
+
+import jsonschema
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+from fedflat.errors import ConfigError
+from fedflat.study import figure_inputs, figure_manifest, load_study, table_inputs, table_manifest
+
+SCHEMA = workflow.source_path("../schemas/config.schema.yaml")
+
+
+def _die(msg):
+    # One line naming the key, before any job runs; nothing already produced is touched.
+    print(f"fedflat: config error: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+try:
+    validate(config, schema=SCHEMA)
+except WorkflowError:
+    import yaml
+    from fedflat.study import schema_error
+
+    _die(schema_error(config, yaml.safe_load(open(SCHEMA))))
+
+try:
+    STUDY = load_study(config)
+except ConfigError as exc:
+    _die(exc)
+
+PY = sys.executable
+DATA_ROOT = config.get("data_root", "data")
+DEVICE = config.get("device", "cpu")
+DOWNLOAD = "--download" if config.get("download", False) else ""
+THREADS = int(config.get("threads_per_job", 1))
+RES = config.get("resources", {}) or {}
+USES_GPU = DEVICE != "cpu"

@@ -1,0 +1,15 @@
+# Client partitions: one artifact per (dataset, scheme, clients, seed), shared by every algorithm.
+
+
+rule partition:
+    output:
+        "results/partitions/{pid}.npz",
+    params:
+        p=lambda wc: STUDY.partitions[wc.pid],
+    log:
+        "results/logs/partitions/{pid}.log",
+    shell:
+        "{PY} -m fedflat partition --dataset {params.p[dataset]} --spec {params.p[partition]} "
+        "--num-clients {params.p[num_clients]} --seed {params.p[seed]} --variant {params.p[variant]} "
+        "--samples-per-client {params.p[samples_per_client]} --data-root {DATA_ROOT} {DOWNLOAD} "
+        "--out {output} 2> {log}"

@@ -1,0 +1,24 @@
+# One federated training run per job. The run id is a function of all its settings.
+
+
+rule train:
+    input:
+        partition=lambda wc: STUDY.partition_path(STUDY.runs[wc.run].partition_id()),
+    output:
+        metrics="results/runs/{run}/metrics.csv",
+        summary="results/runs/{run}/summary.json",
+        model="results/runs/{run}/model.pt",
+    params:
+        spec=lambda wc: json.dumps(STUDY.runs[wc.run].to_dict(), sort_keys=True),
+        out_dir=lambda wc: f"results/runs/{wc.run}",
+    log:
+        "results/runs/{run}/train.log",
+    threads: THREADS
+    resources:
+        gpu=1 if USES_GPU else 0,
+        mem_mb=RES.get("train_mem_mb", 4000),
+        runtime=RES.get("train_runtime_min", 120),
+    shell:
+        "{PY} -m fedflat train --spec {params.spec:q} --partition {input.partition} "
+        "--out-dir {params.out_dir} --data-root {DATA_ROOT} --device {DEVICE} {DOWNLOAD} "
+        "--threads {threads} 2>&1 | tee {log}"
