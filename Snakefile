@@ -2,6 +2,8 @@
 #   snakemake --cores all                               # the embedded default study
 #   snakemake --cores all --configfile config/tiny.yaml  # CI smoke study
 #   snakemake figures/convergence.pdf                   # one figure and only what it needs
+from pathlib import Path
+
 from snakemake.utils import min_version
 
 min_version("8.0")
@@ -14,9 +16,13 @@ if not config:
 
 
 include: "workflow/rules/common.smk"
-include: "workflow/rules/data.smk"
-include: "workflow/rules/train.smk"
-include: "workflow/rules/report.smk"
+
+
+# Every other rule file (data, train, report, analysis, ...) is picked up as it is added.
+for _smk in sorted(Path(workflow.basedir, "workflow/rules").glob("*.smk")):
+    if _smk.name != "common.smk":
+
+        include: str(_smk)
 
 
 rule all:

@@ -48,25 +48,17 @@ def cmd_train(a) -> None:
 
 
 def cmd_table(a) -> None:
-    from .report.tables import render_accuracy_table
+    from .report.kinds import TABLE_KINDS
 
     m = json.loads(a.manifest)
-    render_accuracy_table(m["entries"], Path(a.out).with_suffix(""), m.get("title", ""), m.get("note", ""))
+    TABLE_KINDS.get(m["kind"], key="table kind").render(m, Path(a.out).with_suffix(""))
 
 
 def cmd_figure(a) -> None:
-    from .report import figures
+    from .report.kinds import FIGURE_KINDS
 
     m = json.loads(a.manifest)
-    kind = m["kind"]
-    if kind == "convergence":
-        figures.convergence(m["entries"], a.out, m.get("metric", "test_acc"), m.get("title", ""))
-    elif kind == "partition_heatmap":
-        figures.partition_heatmap(m["partitions"], a.out, m.get("title", ""))
-    else:
-        from .errors import ConfigError
-
-        raise ConfigError(f"figure kind {kind!r} unknown")
+    FIGURE_KINDS.get(m["kind"], key="figure kind").render(m, a.out)
 
 
 def cmd_algorithms(a) -> None:

@@ -17,6 +17,7 @@ from .data.partition import canonical_partition
 from .errors import ConfigError, choice_error
 from .fl.hooks import COMPRESSORS, ROUND_HOOKS
 from .models import MODELS
+from .report.kinds import FIGURE_KINDS, TABLE_KINDS
 from .spec import RunSpec, check_training
 
 TOP_KEYS = {"study", "data_root", "download", "device", "threads_per_job", "training", "algorithm_params", "uplink",
@@ -24,8 +25,6 @@ TOP_KEYS = {"study", "data_root", "download", "device", "threads_per_job", "trai
             "resources"}
 EXPERIMENT_KEYS = {"datasets", "models", "partitions", "algorithms", "seeds", "training", "description",
                    "analysis", "uplink"}
-TABLE_KINDS = ("accuracy",)
-FIGURE_KINDS = ("convergence", "partition_heatmap")
 
 
 @dataclass
@@ -148,40 +147,28 @@ def load_study(config: dict) -> Study:
             entries.append((rid, {"dataset": d, "model": m, "partition": p, "algorithm": a.label,
                                   "preset": a.preset, "seed": s}))
         study.experiments[ename] = entries
-    for name, t in (config.get("tables") or {}).items():
-        kind = t.get("kind", "accuracy")
-        if kind not in TABLE_KINDS:
-            raise choice_error(f"tables.{name}.kind", kind, TABLE_KINDS)
-        if t.get("experiment") not in study.experiments:
-            raise choice_error(f"tables.{name}.experiment", t.get("experiment"), study.experiments)
-        study.tables[name] = {**t, "kind": kind}
-    for name, f in (config.get("figures") or {}).items():
-        kind = f.get("kind")
-        if kind not in FIGURE_KINDS:
-            raise choice_error(f"figures.{name}.kind", kind, FIGURE_KINDS)
-        if f.get("experiment") not in study.experiments:
-            raise choice_error(f"figures.{name}.experiment", f.get("experiment"), study.experiments)
-        study.figures[name] = dict(f)
+    for section, registry, default_kind in (("tables", TABLE_KINDS, "accuracy"), ("figures", FIGURE_KINDS, None)):
+        for name, entry in (config.get(section) or {}).items():
+            if not isinstance(entry, dict):
+                raise ConfigError(f"{section}.{name}: must be a mapping")
+            entry = {"kind": default_kind, **entry}
+            kind_cls = registry.get(entry["kind"], key=f"{section}.{name}.kind")
+            if "experiment" in entry and entry["experiment"] not in study.experiments:
+                raise choice_error(f"{section}.{name}.experiment", entry["experiment"], study.experiments)
+            if hasattr(kind_cls, "check"):
+                kind_cls.check(study, name, entry)
+            getattr(study, section)[name] = entry
     return study
 
 
-def experiment_runs(study: Study, name: str) -> list[tuple[str, dict]]:
-    return study.experiments[name]
+def table_inputs(study: Study, name: str) -> list[str]:
+    t = study.tables[name]
+    return TABLE_KINDS.get(t["kind"]).inputs(study, name, t)
 
 
 def figure_inputs(study: Study, name: str) -> list[str]:
     f = study.figures[name]
-    entries = study.experiments[f["experiment"]]
-    if f["kind"] == "partition_heatmap":
-        seed = f.get("seed", min(l["seed"] for _, l in entries))
-        pids = sorted({study.runs[r].partition_id() for r, l in entries if l["seed"] == seed})
-        return [study.partition_path(p) for p in pids]
-    return [f"{study.run_dir(r)}/metrics.csv" for r, _ in entries]
-
-
-def table_inputs(study: Study, name: str) -> list[str]:
-    entries = study.experiments[study.tables[name]["experiment"]]
-    return [f"{study.run_dir(r)}/{f}" for r, _ in entries for f in ("summary.json", "metrics.csv")]
+    return FIGURE_KINDS.get(f["kind"]).inputs(study, name, f)
 
 
 def load_config_file(path: str | Path) -> dict:
@@ -199,24 +186,14 @@ def load_config_file(path: str | Path) -> dict:
     return cfg
 
 
-def _entries(study: Study, ename: str) -> list[dict]:
-    return [{**labels, "dir": study.run_dir(rid)} for rid, labels in study.experiments[ename]]
-
-
 def table_manifest(study: Study, name: str) -> dict:
     t = study.tables[name]
-    return {"kind": t["kind"], "title": t.get("title", name), "note": t.get("note", ""),
-            "entries": _entries(study, t["experiment"])}
+    return {"kind": t["kind"], **TABLE_KINDS.get(t["kind"]).manifest(study, name, t)}
 
 
 def figure_manifest(study: Study, name: str) -> dict:
     f = study.figures[name]
-    m = {k: v for k, v in f.items() if k != "experiment"}
-    if f["kind"] == "partition_heatmap":
-        m["partitions"] = figure_inputs(study, name)
-    else:
-        m["entries"] = _entries(study, f["experiment"])
-    return m
+    return {"kind": f["kind"], **FIGURE_KINDS.get(f["kind"]).manifest(study, name, f)}
 
 
 def schema_error(config: dict, schema: dict) -> str:

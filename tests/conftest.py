@@ -1,0 +1,22 @@
+"""Shared test setup: one torch thread (CI has 2 cores and pytest runs serially), deterministic
+algorithms, float64 helpers for hand-derived checks."""
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+torch.set_num_threads(1)
+torch.use_deterministic_algorithms(True, warn_only=True)
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def repo() -> Path:
+    return REPO
+
+
+@pytest.fixture
+def python() -> str:
+    return sys.executable
