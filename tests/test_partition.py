@@ -1,0 +1,96 @@
+"""Partitioner properties: sizes, disjointness, histograms, reproducibility, heterogeneity knob."""
+import numpy as np
+import pytest
+
+from fedflat.data.partition import Partition, canonical_partition, make_partition, parse_partition
+from fedflat.errors import ConfigError
+
+LABELS = np.repeat(np.arange(10), 100)  # 1,000 samples, 10 balanced classes
+np.random.default_rng(0).shuffle(LABELS)
+
+
+def tv_from_global(p: Partition) -> float:
+    """Mean total-variation distance of client label distributions from the global one."""
+    glob = np.bincount(LABELS, minlength=10) / len(LABELS)
+    local = p.histogram / p.histogram.sum(1, keepdims=True)
+    return float(0.5 * np.abs(local - glob).sum(1).mean())
+
+
+@pytest.mark.parametrize("spec", ["iid", "shards2", "dir0.3-norep", "dir0.3-lda"])
+def test_disjoint_schemes_cover_without_overlap(spec):
+    p = make_partition(LABELS, spec, 20, seed=1)
+    flat = np.concatenate(p.clients)
+    assert len(flat) == len(set(flat.tolist())), "a sample was given to two clients"
+    if spec in ("iid", "shards2"):
+        assert sorted(flat.tolist()) == list(range(len(LABELS)))
+
+
+@pytest.mark.parametrize("spec", ["iid", "shards2", "dir0.3-rep", "dir0.3-norep", "dir0.3-lda"])
+def test_histogram_matches_indices(spec):
+    p = make_partition(LABELS, spec, 20, seed=3)
+    for c, idx in enumerate(p.clients):
+        np.testing.assert_array_equal(p.histogram[c], np.bincount(LABELS[idx], minlength=10))
+
+
+@pytest.mark.parametrize("spec", ["iid", "shards2", "dir0.3-rep", "dir0.3-norep", "dir0.3-lda"])
+def test_same_seed_same_partition_other_seed_differs(spec):
+    a, b, c = (make_partition(LABELS, spec, 20, seed=s) for s in (5, 5, 6))
+    assert all(np.array_equal(x, y) for x, y in zip(a.clients, b.clients))
+    assert not all(np.array_equal(x, y) for x, y in zip(a.clients, c.clients))
+
+
+def test_balanced_variants_have_equal_sizes_and_rep_reuses_pools():
+    for spec in ("dir0.1-rep", "dir0.1-norep"):
+        p = make_partition(LABELS, spec, 20, seed=0)
+        assert {len(c) for c in p.clients} == {50}
+    # with replacement: at alpha=0.05 some class pool must be exhausted and refilled -> duplicates
+    p = make_partition(LABELS, "dir0.05-rep", 40, seed=0, samples_per_client=50)
+    flat = np.concatenate(p.clients)
+    assert len(set(flat.tolist())) < len(flat)
+
+
+def test_lda_respects_minimum_size():
+    p = make_partition(LABELS, "dir0.05-lda", 20, seed=0)
+    assert min(len(c) for c in p.clients) >= 10
+    assert sum(len(c) for c in p.clients) == len(LABELS)
+
+
+def test_shards_give_at_most_c_classes():
+    p = make_partition(LABELS, "shards2", 20, seed=0)
+    assert max((h > 0).sum() for h in p.histogram) <= 2 + 1  # a shard may straddle a class boundary
+
+
+@pytest.mark.parametrize("variant", ["rep", "norep", "lda"])
+def test_large_alpha_approaches_iid(variant):
+    tv = [tv_from_global(make_partition(LABELS, f"dir{a}-{variant}", 10, seed=0)) for a in (0.05, 1.0, 1000.0)]
+    assert tv[0] > tv[1] > tv[2]
+    iid = tv_from_global(make_partition(LABELS, "iid", 10, seed=0))
+    assert tv[2] < iid + 0.1
+
+
+def test_save_load_roundtrip_and_corruption(tmp_path):
+    p = make_partition(LABELS, "dir0.5", 7, seed=2)
+    p.save(tmp_path / "p.npz")
+    q = Partition.load(tmp_path / "p.npz")
+    assert q.meta["spec"] == "dir0.5-rep"
+    assert all(np.array_equal(x, y) for x, y in zip(p.clients, q.clients))
+    data = (tmp_path / "p.npz").read_bytes()
+    (tmp_path / "bad.npz").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ConfigError, match="bad.npz"):
+        Partition.load(tmp_path / "bad.npz")
+    with pytest.raises(ConfigError, match="missing"):
+        Partition.load(tmp_path / "none.npz")
+
+
+@pytest.mark.parametrize("spec,msg", [("dir0", "alpha must be > 0"), ("dir-1", "cannot parse|alpha"),
+                                      ("dirx", "cannot parse"), ("dir0.1-foo", "variant"),
+                                      ("pathological", "cannot parse"), ("shards0", "at least 1")])
+def test_bad_specs(spec, msg):
+    with pytest.raises(ConfigError, match=msg):
+        parse_partition(spec)
+
+
+def test_canonical_names():
+    assert canonical_partition("dir0.10") == "dir0.1-rep"
+    assert canonical_partition("dir0.6", "lda") == "dir0.6-lda"
+    assert canonical_partition("iid") == "iid"

@@ -1,0 +1,61 @@
+"""Config expansion and validation: bad values fail with one line naming the key, before compute."""
+import copy
+
+import pytest
+import yaml
+
+from fedflat.errors import ConfigError
+from fedflat.study import load_study
+
+
+@pytest.fixture
+def cfg(repo):
+    return yaml.safe_load((repo / "config" / "tiny.yaml").read_text())
+
+
+def test_tiny_expands_to_the_grid(cfg):
+    st = load_study(cfg)
+    assert len(st.runs) == 1 * 1 * 2 * 3 * 2  # datasets x models x partitions x algorithms x seeds
+    assert len(st.partitions) == 2 * 2  # shared by every algorithm
+    assert all(r.count("/") == 5 for r in st.runs)
+
+
+def test_run_ids_depend_on_every_setting(cfg):
+    a = load_study(cfg)
+    cfg2 = copy.deepcopy(cfg)
+    cfg2["training"]["lr"] = 0.01
+    b = load_study(cfg2)
+    assert not set(a.runs) & set(b.runs)
+    cfg3 = copy.deepcopy(cfg)
+    cfg3["algorithm_params"] = {"fedsam": {"rho": 0.2}}
+    c = load_study(cfg3)
+    changed = set(c.runs) - set(a.runs)
+    assert changed and all("/fedsam/" in r for r in changed)
+
+
+@pytest.mark.parametrize("path,value,match", [
+    (("experiments", "main", "algorithms"), ["fedavg", "fedfoo"], r"algorithms: unknown value 'fedfoo'; allowed: .*fedavg"),
+    (("experiments", "main", "datasets"), ["cifar1000"], r"datasets: unknown value 'cifar1000'"),
+    (("experiments", "main", "models"), ["resnet999"], r"models: unknown value 'resnet999'"),
+    (("experiments", "main", "partitions"), ["dir0"], r"alpha must be > 0"),
+    (("experiments", "main", "partitions"), ["dir-0.5"], r"partition"),
+    (("training", "participation"), 0.0, r"training.participation: must be in \(0, 1\]"),
+    (("training", "participation"), 1.5, r"training.participation"),
+    (("training", "rounds"), 0, r"training.rounds: must be an integer >= 1"),
+    (("training", "local_steps"), 0, r"training.local_steps"),
+    (("training", "lr"), -0.1, r"training.lr"),
+    (("training", "lrr"), 0.1, r"training: unknown key 'lrr'"),
+    (("algorithm_params",), {"fedsam": {"rho": -1.0}}, r"algorithm_params.fedsam.rho: -1.0 outside its domain \[0, inf\)"),
+    (("algorithm_params",), {"fednsam": {"lam": 1.0}}, r"fednsam.lam: 1.0 outside its domain \[0, 1\)"),
+    (("algorithm_params",), {"fedsam": {"rhoo": 0.1}}, r"unknown hyperparameter 'rhoo'; allowed: rho"),
+    (("tables", "accuracy", "experiment"), "nope", r"tables.accuracy.experiment: unknown value 'nope'"),
+    (("figures", "convergence", "kind"), "pie", r"figures.convergence.kind: unknown value 'pie'"),
+])
+def test_bad_values_name_the_key(cfg, path, value, match):
+    d = cfg
+    for k in path[:-1]:
+        d = d.setdefault(k, {})
+    d[path[-1]] = value
+    with pytest.raises(ConfigError, match=match) as e:
+        load_study(cfg)
+    assert "\n" not in str(e.value)
