@@ -29,10 +29,14 @@ def cmd_validate(a) -> None:
 
 def cmd_partition(a) -> None:
     from .data import load_dataset, make_partition
+    from .data.natural import natural_partition
 
     data = load_dataset(a.dataset, a.data_root, a.download)
-    p = make_partition(data.train_y.numpy(), a.spec, a.num_clients, a.seed, a.variant,
-                       a.samples_per_client or None, data.num_classes)
+    if a.spec == "natural":
+        p = natural_partition(data, a.num_clients, a.seed)
+    else:
+        p = make_partition(data.train_y.numpy(), a.spec, a.num_clients, a.seed, a.variant,
+                           a.samples_per_client or None, data.num_classes)
     p.meta["dataset"] = a.dataset
     p.save(a.out)
     print(f"partition {p.meta['spec']}: {p.num_clients} clients, sizes {min(map(len, p.clients))}..{max(map(len, p.clients))}")
@@ -41,10 +45,12 @@ def cmd_partition(a) -> None:
 def cmd_train(a) -> None:
     from .fl.engine import train
     from .spec import RunSpec
+    from .util.gpu_slots import pin_device
 
     _threads(a.threads)
     spec = RunSpec.from_dict(json.loads(a.spec))
-    train(spec, a.out_dir, a.partition, a.data_root, a.device, a.download, progress=not a.quiet)
+    device = pin_device(a.device)  # multi-GPU box: this job alone on one free GPU
+    train(spec, a.out_dir, a.partition, a.data_root, device, a.download, progress=not a.quiet)
 
 
 def cmd_table(a) -> None:
@@ -134,6 +140,12 @@ def main(argv: list[str] | None = None) -> int:
         args.fn(args)
     except ConfigError as exc:
         print(f"fedflat: error: {exc}", file=sys.stderr)
+        return 2
+    except json.JSONDecodeError as exc:  # --spec / --manifest: one line, not a traceback
+        print(f"fedflat: error: {args.cmd}: argument is not valid JSON ({exc.msg} at char {exc.pos})", file=sys.stderr)
+        return 2
+    except FileNotFoundError as exc:  # an input that an earlier job should have written
+        print(f"fedflat: error: {args.cmd}: missing input file {exc.filename}", file=sys.stderr)
         return 2
     return 0
 

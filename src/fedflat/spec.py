@@ -32,11 +32,13 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "client_state": "memory",  # memory | disk
     "dirichlet_variant": "rep",
     "samples_per_client": 0,  # 0: len(train) // num_clients (balanced Dirichlet variants)
+    "eval_subset": 0,  # evaluate on the first N test samples; 0: the whole test split
+    "backend": "eager",  # eager | compile | auto: how local gradients are computed (fl/fast.py)
 }
 
 _POSITIVE_INT = ("num_clients", "rounds", "local_steps", "batch_size", "eval_every", "eval_batch_size")
 _CHOICES = {"aggregation": ("uniform", "samples"), "client_state": ("memory", "disk"),
-            "dirichlet_variant": ("rep", "norep", "lda")}
+            "dirichlet_variant": ("rep", "norep", "lda"), "backend": ("eager", "compile", "auto")}
 
 
 def check_training(tr: dict[str, Any], key: str = "training") -> dict[str, Any]:
@@ -48,7 +50,7 @@ def check_training(tr: dict[str, Any], key: str = "training") -> dict[str, Any]:
         v = out[k]
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ConfigError(f"{key}.{k}: must be an integer >= 1, got {v!r}")
-    for k in ("checkpoint_every", "samples_per_client"):
+    for k in ("checkpoint_every", "samples_per_client", "eval_subset"):
         v = out[k]
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise ConfigError(f"{key}.{k}: must be an integer >= 0, got {v!r}")
@@ -104,6 +106,10 @@ class RunSpec:
         """Hash of everything but the names already in the path."""
         d = self.to_dict()
         payload = {k: d[k] for k in ("hparams", "model_kwargs", "training")}
+        # backend changes speed, not numbers (tested to 1e-5); eval_subset hashed only when set,
+        # so run ids made before these keys existed stay stable
+        payload["training"] = {k: v for k, v in payload["training"].items()
+                               if k != "backend" and not (k == "eval_subset" and not v)}
         for k in ("analysis", "uplink"):  # omitted when empty so older run ids stay stable
             if d[k]:
                 payload[k] = d[k]

@@ -91,12 +91,18 @@ def _analysis(base, override, key: str) -> dict:
     """Round hooks for the runs: the top-level `analysis.hooks` merged with the experiment's."""
     hooks = {**((base or {}).get("hooks") or {}), **((override or {}).get("hooks") or {})}
     for name in hooks:
-        ROUND_HOOKS.get(name, key=f"{key}.hooks")
+        hook_cls = ROUND_HOOKS.get(name, key=f"{key}.hooks")
+        if hasattr(hook_cls, "check"):  # analysis hooks validate their parameters at parse time
+            hook_cls.check(dict(hooks[name] or {}), f"{key}.hooks.{name}")
     return {k: dict(v or {}) for k, v in sorted(hooks.items())}
 
 
 def load_study(config: dict) -> Study:
     config = copy.deepcopy(config)
+    from .papers.catalog import apply_scale, is_catalog  # paper catalogs: scale + pending entries
+
+    if is_catalog(config):
+        config = apply_scale(config)
     unknown = sorted(set(config) - TOP_KEYS)
     if unknown:
         raise ConfigError(f"config: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(TOP_KEYS))}")
@@ -123,7 +129,10 @@ def load_study(config: dict) -> Study:
             DATASETS.get(d, key=f"experiments.{ename}.datasets")
         for m in models:
             MODELS.get(m, key=f"experiments.{ename}.models")
-        parts = [canonical_partition(p, training["dirichlet_variant"]) for p in _as_list(ename, exp, "partitions")]
+        try:
+            parts = [canonical_partition(p, training["dirichlet_variant"]) for p in _as_list(ename, exp, "partitions")]
+        except ConfigError as exc:  # name the config key, not only the value
+            raise ConfigError(f"experiments.{ename}.partitions: {exc}") from None
         algos = [_algo_entry(ename, a, global_algo) for a in _as_list(ename, exp, "algorithms")]
         seeds = _as_list(ename, exp, "seeds")
         analysis = _analysis(config.get("analysis"), exp.get("analysis"), f"experiments.{ename}.analysis")
@@ -131,7 +140,8 @@ def load_study(config: dict) -> Study:
         if uplink and uplink.get("kind", "none") == "none":
             uplink = {}
         if uplink:
-            COMPRESSORS.get(uplink.get("kind"), key=f"experiments.{ename}.uplink.kind")
+            COMPRESSORS.get(uplink.get("kind"), key=f"experiments.{ename}.uplink.kind")(
+                **{k: v for k, v in uplink.items() if k != "kind"})  # validates its parameters at parse time
         for s in seeds:
             if isinstance(s, bool) or not isinstance(s, int) or s < 0:
                 raise ConfigError(f"experiments.{ename}.seeds: seeds must be integers >= 0, got {s!r}")

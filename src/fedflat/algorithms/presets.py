@@ -106,3 +106,7 @@ preset("fedsam", "FedSAM", "sam", "mean",
        "Qu et al. 2022 / Caldarola et al. 2022; FedNSAM Eq. 3", defaults={"rho": 0.05})
 preset("fednsam", "FedNSAM", "momentum_direction", "momentum",
        "FedNSAM Alg. 1 (lines 7-10, 16-18)", defaults={"rho": 0.1, "lam": 0.85}, fixed={"lookahead": True})
+
+from . import presets_sam  # noqa: E402,F401  (SAM-family and proposed presets)
+from . import presets_baselines  # noqa: E402,F401  (baseline presets)
+from ..synsam import preset as _synsam  # noqa: E402,F401  (FedSynSAM, DynaFed)

@@ -1,6 +1,8 @@
 """How the server moves the global model (aggregation parts)."""
 from __future__ import annotations
 
+import torch
+
 from ..registry import Registry
 from .base import Param, RoundResult, ServerOpt, ServerState
 
@@ -46,3 +48,142 @@ class MomentumServer(ServerOpt):
         m = srv.state["m"]
         m.mul_(self.lam).add_(rnd.mean_delta)
         srv.theta.add_(m)
+
+
+# ------------------------------------------------------------------------------------------------
+# Baseline servers (issue 3, part A). Equations and sources: docs/algorithms_baselines.md.
+from ..errors import ConfigError  # noqa: E402
+from .corrections import ALPHA, FEDDC_AGG  # noqa: E402
+
+
+def _require_state(srv: ServerState, key: str, server: str, part: str) -> None:
+    if key not in srv.state:
+        raise ConfigError(f"algorithm: the {server!r} server needs the {part!r} correction (server state {key!r})")
+
+
+@SERVERS.register("feddyn")
+class FedDynServer(ServerOpt):
+    """FedDyn (Acar et al. 2021, Alg. 1 last line): θ ← (1/|S|)Σ_S w_i − h/α, with h kept by the
+    `feddyn` correction (which runs first, so h is this round's). dyn_server_dual=false drops the
+    −h/α term (plain mean), which with α→0 makes FedDyn FedAvg."""
+
+    name = "feddyn"
+    params = {"alpha": ALPHA, "dyn_server_dual": Param(True, "subtract h/α from the mean model")}
+
+    def init_server(self, srv):
+        _require_state(srv, "h", "feddyn", "feddyn")
+
+    def apply(self, srv: ServerState, rnd: RoundResult) -> None:
+        theta = rnd.mean(lambda c: c.end)
+        if self.dyn_server_dual:
+            theta.sub_(srv.state["h"], alpha=1.0 / self.alpha)
+        srv.theta.copy_(theta)
+
+
+class _AdaptiveServer(ServerOpt):
+    """FedOpt (Reddi et al. 2021, Alg. 2) on the pseudo-gradient Δ = mean_S Δ_i:
+        m ← β1 m + (1−β1)Δ,   v ← (second moment, below),   θ ← θ + η_g m/(√v + τ)
+    m⁰ = 0, v⁰ = τ² (Alg. 2: v_{−1} ≥ τ²; adam_v0=zero starts at 0). No bias correction (as in Alg. 2)."""
+
+    params = {
+        "server_lr": Param(0.01, "server learning rate η_g", low=0.0, low_open=True),
+        "beta1": Param(0.9, "first-moment decay β1", low=0.0, high=1.0, high_open=True),
+        "beta2": Param(0.99, "second-moment decay β2", low=0.0, high=1.0, high_open=True),
+        "tau": Param(1e-3, "adaptivity τ", low=0.0, low_open=True),
+        "adam_v0": Param("tau2", "initial second moment: τ² or 0", choices=("tau2", "zero")),
+    }
+
+    def init_server(self, srv):
+        srv.state.setdefault("opt_m", srv.zeros())
+        srv.state.setdefault("opt_v", srv.zeros() + (self.tau ** 2 if self.adam_v0 == "tau2" else 0.0))
+
+    def second_moment(self, v, d2):
+        raise NotImplementedError
+
+    def apply(self, srv: ServerState, rnd: RoundResult) -> None:
+        d = rnd.mean_delta
+        m, v = srv.state["opt_m"], srv.state["opt_v"]
+        m.mul_(self.beta1).add_(d, alpha=1.0 - self.beta1)
+        srv.state["opt_v"] = v = self.second_moment(v, d * d)
+        srv.theta.add_(self.server_lr * m / (v.sqrt() + self.tau))
+
+
+@SERVERS.register("adam")
+class AdamServer(_AdaptiveServer):
+    """FedAdam: v ← β2 v + (1−β2)Δ²."""
+
+    name = "adam"
+
+    def second_moment(self, v, d2):
+        return v.mul_(self.beta2).add_(d2, alpha=1.0 - self.beta2)
+
+
+@SERVERS.register("yogi")
+class YogiServer(_AdaptiveServer):
+    """FedYogi: v ← v − (1−β2)Δ² sign(v − Δ²)."""
+
+    name = "yogi"
+
+    def second_moment(self, v, d2):
+        return v.sub_((1.0 - self.beta2) * d2 * torch.sign(v - d2))
+
+
+@SERVERS.register("nova")
+class NovaServer(ServerOpt):
+    """FedNova (Wang et al. 2020, Eq. 6-7): normalised averaging
+        a_i = (τ_i − ρ(1−ρ^τ_i)/(1−ρ))/(1−ρ)   (= τ_i for plain SGD, ρ = local momentum)
+        θ ← θ + η_g · (Σ_S p_i a_i) · Σ_S p_i Δ_i / a_i
+    τ_i = the client's local steps (the server assigns them, so nothing extra is sent). With equal
+    τ_i for all clients (this engine's fixed local_steps) FedNova equals FedAvg."""
+
+    name = "nova"
+    params = {
+        "server_lr": Param(1.0, "server learning rate η_g", low=0.0, low_open=True),
+        "nova_momentum": Param(0.0, "local momentum ρ the clients use (keep = training.local_momentum)",
+                               low=0.0, high=1.0, high_open=True),
+    }
+
+    def __init__(self, **hp):
+        super().__init__(**hp)
+        self._tau: dict[int, int] = {}
+
+    def client_begin(self, ctx):
+        self._tau[ctx.cid] = ctx.local_steps
+
+    def norm(self, tau: int) -> float:
+        r = self.nova_momentum
+        if r == 0.0:
+            return float(tau)
+        return (tau - r * (1.0 - r ** tau) / (1.0 - r)) / (1.0 - r)
+
+    def apply(self, srv: ServerState, rnd: RoundResult) -> None:
+        a = {c.cid: self.norm(self._tau[c.cid]) for c in rnd.clients}
+        tau_eff = sum(p * a[c.cid] for p, c in zip(rnd.weights.tolist(), rnd.clients))
+        srv.theta.add_(rnd.mean(lambda c: c.delta / a[c.cid]), alpha=self.server_lr * tau_eff)
+
+
+@SERVERS.register("feddc")
+class FedDCServer(ServerOpt):
+    """FedDC (Gao et al. 2022, Alg. 1): the server averages the drift-corrected local models.
+    feddc_agg=active: θ ← mean_S (w_i + h_i)  (h_i sent up by the `feddc` correction);
+    feddc_agg=all:    θ ← mean_S w_i + H, H = (1/N)Σ_all h_i kept here as H ← H + (1/N)Σ_S Δ_i."""
+
+    name = "feddc"
+    params = {"feddc_agg": FEDDC_AGG}
+
+    def init_server(self, srv):
+        if self.feddc_agg == "all":
+            srv.state.setdefault("dc_H", srv.zeros())
+
+    def server_update(self, srv, rnd):
+        if self.feddc_agg == "all":
+            for c in rnd.clients:
+                srv.state["dc_H"].add_(c.delta, alpha=1.0 / srv.num_clients)
+
+    def apply(self, srv: ServerState, rnd: RoundResult) -> None:
+        if self.feddc_agg == "active":
+            if "dc_h" not in rnd.clients[0].up:
+                raise ConfigError("algorithm: the 'feddc' server needs the 'feddc' correction")
+            srv.theta.copy_(rnd.mean(lambda c: c.end + c.up["dc_h"]))
+        else:
+            srv.theta.copy_(rnd.mean(lambda c: c.end) + srv.state["dc_H"])

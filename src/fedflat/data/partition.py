@@ -9,6 +9,7 @@ A partition spec is a short canonical string so it can be a path component:
   dir{a}-lda             per-class Dirichlet(a) over clients, unbalanced, minimum size 10,
                          re-drawn until met: NIID-Bench / FedSOL / flwr-datasets
   shards{c}              sort by label, cut into N*c shards, c shards per client (McMahan et al.)
+  natural                one client per natural group of the data set (Shakespeare roles)
 
 `dir{a}` without a variant takes the config's default variant.
 """
@@ -36,10 +37,12 @@ _SPEC = re.compile(r"^(?:(iid)|dir(?P<alpha>[0-9.eE+-]+)(?:-(?P<variant>[a-z]+))
 
 def parse_partition(spec: str, default_variant: str = "rep") -> tuple[str, dict]:
     """'dir0.1' -> ('dirichlet', {'alpha': 0.1, 'variant': 'rep'}); raises ConfigError on bad specs."""
+    if spec == "natural":  # clients given by the data (Shakespeare roles), see data.natural
+        return "natural", {}
     m = _SPEC.match(str(spec))
     if not m:
         raise ConfigError(
-            f"partition: cannot parse {spec!r}; allowed forms: iid, dir<alpha>[-rep|-norep|-lda], shards<c>"
+            f"partition: cannot parse {spec!r}; allowed forms: iid, dir<alpha>[-rep|-norep|-lda], shards<c>, natural"
         )
     if m.group(1):
         return "iid", {}

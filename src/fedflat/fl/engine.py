@@ -23,6 +23,7 @@ from ..util.io import torch_save, write_json
 from .batches import BatchStream, sample_clients, torch_generator
 from .client_store import ClientStateStore
 from .evaluate import evaluate
+from .fast import make_grad_at, resolve_backend
 from .flat import FlatModel
 from .hooks import COMPRESSORS, ROUND_HOOKS
 from .metrics import MetricsLog, Progress
@@ -103,6 +104,11 @@ class Simulation:
         self.compressor = COMPRESSORS.get(up.pop("kind", "none"), key="uplink.kind")(**up)
         self.compressor_state: dict[int, dict] = {}  # per-client error-feedback memory
         self._loss_parts = [p for p in self.algo.parts if type(p).loss_term is not Part.loss_term]
+        self.backend = resolve_backend(spec.training.get("backend", "eager"), self.fm, self.device,
+                                       bool(self._loss_parts))  # fl/fast.py: how grad_at is computed
+        for obj in (*self.algo.parts, self.compressor):  # parts/compressors that need the model, data or seed
+            if hasattr(obj, "bind"):
+                obj.bind(self)
 
     def _tag(self) -> str:
         s = self.spec
@@ -117,6 +123,7 @@ class Simulation:
         idx = self.client_idx[cid]
         ctx = ClientContext(cid=cid, round=t, lr=lr, local_steps=spec.local_steps, theta=self.srv.theta,
                             start=start, down=down, state=self.store.get(cid), num_samples=len(idx))
+        ctx.scratch["model"] = fm.module  # parts with a second loss (FedSOL, MOON, FedNTD) evaluate it
         if self.srv.buffers.numel():
             fm.set_buffers(self.srv.buffers)  # every client starts from the global BN statistics
         for p in algo.parts:
@@ -124,7 +131,7 @@ class Simulation:
         stream = BatchStream(idx, spec.batch_size, spec.seed, t, cid)
         gen = torch_generator(spec.seed, t, cid, self.device)
         extra = self._extra_loss(ctx) if self._loss_parts else None
-        grad_at = lambda point, batch: fm.grad_at(point, batch[0], batch[1], extra)
+        grad_at = make_grad_at(self.backend, fm, extra)
         w = start.clone()
         buf = torch.zeros_like(w) if spec.local_momentum > 0 else None
         loss_sum = torch.zeros((), device=self.device)
@@ -224,7 +231,8 @@ class Simulation:
             finite = math.isfinite(row["train_loss"]) and bool(torch.isfinite(self.srv.theta).all())
             if evaluate_now or not finite:
                 te = time.perf_counter()
-                ev = evaluate(self.fm, self.srv.theta, self.srv.buffers, self.data, "test", spec.eval_batch_size)
+                ev = evaluate(self.fm, self.srv.theta, self.srv.buffers, self.data, "test", spec.eval_batch_size,
+                              limit=spec.training.get("eval_subset") or None)
                 row.update(test_loss=ev["loss"], test_acc=ev["acc"], eval_time=time.perf_counter() - te)
             self.elapsed = time.perf_counter() - t0
             row["wall_time"] = self.elapsed
@@ -254,7 +262,7 @@ class Simulation:
 
     def resume(self) -> None:
         path = self.out.checkpoint
-        if not path.exists():
+        if not path.exists() or self.start_round > 1:  # nothing to resume, or already resumed
             return
         try:
             ck = torch.load(path, map_location="cpu", weights_only=False)
@@ -313,6 +321,7 @@ def train(spec: RunSpec, out_dir: str | Path, partition_path: str | Path, data_r
     data = load_dataset(spec.dataset, data_root, download)
     partition = Partition.load(partition_path)
     sim = Simulation(spec, data, partition, out.dir, device=device, progress=progress)
+    sim.resume()  # a corrupted or foreign checkpoint fails here, before anything is written
     write_json(out.config, {"spec": spec.to_dict(), "run_id": spec.run_id(), "algorithm": sim.algo.describe(),
                             "source": sim.algo.preset.source, "partition_file": str(partition_path),
                             "partition_meta": partition.meta, "device": str(sim.device),

@@ -52,3 +52,9 @@ class Compressor:
 
 COMPRESSORS: Registry[type[Compressor]] = Registry("compressor")
 COMPRESSORS.add("none", Compressor)
+
+from .. import compression as _compression  # noqa: E402,F401  (registers quant, topk)
+
+# The analysis package's hooks (sharpness, perturbation_cosine, divergence, ...) register here, so
+# both the training job and the study parser see them.
+from ..analysis import hooks as _analysis_hooks  # noqa: E402,F401

@@ -18,3 +18,4 @@ def count_parameters(model: nn.Module) -> int:
 
 
 from . import small  # noqa: E402,F401  (registers the models)
+from . import lenet, resnet, vgg, convnet, lstm, vit, pretrained  # noqa: E402,F401  (paper models)

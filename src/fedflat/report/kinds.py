@@ -78,3 +78,8 @@ class PartitionHeatmap:
         from .figures import partition_heatmap
 
         partition_heatmap(m["partitions"], outs, m.get("title", ""))
+
+
+from ..papers import kinds as _paper_kinds  # noqa: E402,F401  (paper_table, paper_curves, paper_sweep)
+
+from ..analysis import figures as _analysis_figures  # noqa: E402,F401  (landscape, hessian kinds)

@@ -1,0 +1,1 @@
+"""Benchmarks that print figures (never assertions): `python -m bench` runs every bench/bench_*.py."""

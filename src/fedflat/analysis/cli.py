@@ -1,0 +1,146 @@
+"""`python -m fedflat.analysis <cmd>`: per-run analysis files for the Snakemake rules.
+
+  hessian    results/runs/<run>/hessian.json       top-k eigenvalues, trace, Lanczos density
+  landscape  results/runs/<run>/landscape_2d.npz   (or _1d) train/test loss and accuracy surfaces
+  stability  results/runs/<run>/stability.json     ‖θ_T − θ'_T‖ on neighbouring datasets
+
+Each takes --run-dir (holding model.pt) and --params (JSON, keys as in analysis/params.py).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def _setup(a):
+    import torch
+
+    if a.threads:
+        torch.set_num_threads(a.threads)
+
+
+def cmd_hessian(a, p) -> None:
+    from ..util.io import write_json
+    from .data import fixed_batches, load_run
+    from .hessian import hessian_spectrum
+
+    run = load_run(a.run_dir, a.data_root, a.device, a.download)
+    batches = fixed_batches(run.data, p["split"], p["samples"], p["seed"], p["batch_size"])
+    t0 = time.perf_counter()
+    out = hessian_spectrum(run.fm.module, batches, p["top_k"], p["max_iter"], p["tol"], p["trace_samples"],
+                           p["density_iters"], p["density_runs"], p["seed"])
+    out.update(params=p, run_dir=str(a.run_dir), seconds=time.perf_counter() - t0)
+    write_json(Path(a.out), out)
+    print(f"hessian: lambda_max={out['lambda_max']:.4g} trace={out['trace']}")
+
+
+def cmd_landscape(a, p) -> None:
+    from ..util.io import atomic_write
+    from .data import fixed_batches, load_run
+    from .directions import directions
+    from .landscape import surface
+
+    run = load_run(a.run_dir, a.data_root, a.device, a.download)
+    sets = {"train": fixed_batches(run.data, "train", p["train_samples"], p["subset_seed"], p["batch_size"]),
+            "test": fixed_batches(run.data, "test", p["test_samples"], p["subset_seed"], p["batch_size"])}
+    n = p["points"] if a.dims == 2 else p["points_1d"]
+    axis = np.linspace(p["range"][0], p["range"][1], n)
+    eig = None
+    if p["directions"] == "hessian":  # unit top eigenvectors: the axes are in parameter units
+        from .hessian import top_eigenvectors
+
+        hb = fixed_batches(run.data, "train", p["hessian_samples"], p["subset_seed"], p["batch_size"])
+        eig, dirs = top_eigenvectors(run.fm, run.theta, hb, a.dims, seed=p["direction_seed"])
+    else:
+        dirs = directions(run.fm, run.theta, p["direction_seed"], a.dims, p["one_d"])
+    t0 = time.perf_counter()
+    # vmapped chunks pay off on a GPU; on a CPU convolutions under vmap are slower (bench_analysis)
+    chunk = p["chunk"] or (16 if run.theta.is_cuda else 1)
+    res = surface(run.fm, run.theta, dirs, axis, sets, chunk)
+    meta = {**p, "chunk_used": chunk, "eigenvalues": eig, "dims": a.dims, "run_dir": str(a.run_dir), "seconds": time.perf_counter() - t0,
+            "spec": run.spec.to_dict()}
+
+    def write(tmp):
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **res, meta=json.dumps(meta, default=str))
+
+    atomic_write(Path(a.out), write)
+    print(f"landscape {a.dims}-D: {len(axis)} points per axis, origin train loss "
+          f"{res['train_loss'][(len(axis) // 2,) * a.dims]:.4g}")
+
+
+def cmd_stability(a, p) -> None:
+    import tempfile
+
+    import torch
+
+    from ..data import Partition, load_dataset
+    from ..util.io import torch_save, write_json
+    from .stability import neighbouring_partition, paired_distance
+
+    ck = torch.load(Path(a.run_dir) / "model.pt", map_location="cpu", weights_only=False)
+    from ..spec import RunSpec
+
+    spec = RunSpec.from_dict(ck["spec"])
+    data = load_dataset(spec.dataset, a.data_root, a.download)
+    part = Partition.load(a.partition)
+    neigh, swaps = neighbouring_partition(part, data.train_y.numpy(), p["swap_seed"], p["same_label"])
+    out = Path(a.out)
+    neigh.save(out.with_name(out.stem + "_partition.npz"))
+    with tempfile.TemporaryDirectory() as tmp:
+        res = paired_distance(spec, data, part, neigh, tmp, a.device)
+    ta, tb = res.pop("theta_a"), res.pop("theta_b")
+    res.update(params=p, swaps=swaps, run_dir=str(a.run_dir),
+               reproduces_trained_run_max_abs=float((ta - ck["theta"]).abs().max()))
+    torch_save(out.with_name(out.stem + "_models.pt"), {"theta_a": ta, "theta_b": tb})
+    write_json(out, res)
+    print(f"stability: ||theta - theta'|| = {res['distance']:.4g} (relative {res['relative']:.3g})")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="fedflat.analysis", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name, fn in (("hessian", cmd_hessian), ("landscape", cmd_landscape), ("stability", cmd_stability)):
+        p = sub.add_parser(name)
+        p.add_argument("--run-dir", required=True)
+        p.add_argument("--out", required=True)
+        p.add_argument("--params", default="{}", help="JSON object; keys as in fedflat/analysis/params.py")
+        p.add_argument("--data-root", default="data")
+        p.add_argument("--device", default="cpu")
+        p.add_argument("--download", action="store_true")
+        p.add_argument("--threads", type=int, default=0)
+        if name == "landscape":
+            p.add_argument("--dims", type=int, choices=(1, 2), default=2)
+        if name == "stability":
+            p.add_argument("--partition", required=True, help="the run's partition file")
+        p.set_defaults(fn=fn)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ..errors import ConfigError
+    from .params import resolve
+
+    a = build_parser().parse_args(argv)
+    try:
+        try:
+            raw = json.loads(a.params)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"--params: not valid JSON ({exc.msg})") from None
+        p = resolve(a.cmd, raw)
+        _setup(a)
+        if a.device != "cpu":
+            from ..fl.engine import resolve_device
+
+            a.device = str(resolve_device(a.device))
+        a.fn(a, p)
+    except ConfigError as exc:
+        print(f"fedflat.analysis: error: {exc}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,201 @@
+"""Shakespeare next-character prediction (LEAF task), one client per speaking role.
+
+Source, first found under `<root>/shakespeare/`:
+  1. the Gutenberg complete works in the 1994 plain-text edition LEAF uses
+     (`raw_data.txt`, `100.txt` or `pg100.txt`): parsed here into roles;
+  2. LEAF's own output, `train/*.json` and `test/*.json` ({"users", "user_data": {u: {"x", "y"}}}).
+
+Parsing the raw text (format facts of that edition): a work starts at a line containing
+"by William Shakespeare", its title is the nearest non-empty line above; a speech starts with a
+line `  NAME. text` (2-space indent; THE COMEDY OF ERRORS uses 4), continues on 4-space-indented
+lines. A client is (play, ROLE). A role's speeches are joined with spaces, whitespace runs
+collapsed (LEAF's preprocessing), and every 80-character window is an input whose label is the
+next character. Characters outside LEAF's 80-symbol vocabulary map to the space symbol.
+
+Split and size (FedDyn / FedSAGD, note 001 §7.1/7.3): per role, windows over the first 5/6 of its
+text are train and over the last 1/6 test (no test label leaks into a train window); roles with at
+least TRAIN_PER_CLIENT train and TEST_PER_CLIENT test windows are eligible; NUM_CLIENTS of them
+are drawn with seed 0 and each keeps a seed-0 random TRAIN_PER_CLIENT / TEST_PER_CLIENT windows:
+100 x 2000 = 200,000 train and 100 x 400 = 40,000 test. `shakespeare-all` keeps every role with
+at least one train and one test window and no cap.
+
+The partition by role is natural: `meta["train_groups"]` holds each training sample's client id
+(see data/natural.py).
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..errors import ConfigError
+from .base import DATASETS, ArrayDataset
+from .cache import cached
+
+VOCAB = "\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz}"
+SEQ_LEN = 80
+NUM_CLIENTS = 100
+TRAIN_PER_CLIENT = 2000
+TEST_PER_CLIENT = 400
+TEST_FRACTION = 1 / 6
+SELECT_SEED = 0
+RAW_NAMES = ("raw_data.txt", "100.txt", "pg100.txt")
+
+_LUT = np.full(256, VOCAB.index(" "), dtype=np.uint8)
+for _i, _c in enumerate(VOCAB):
+    _LUT[ord(_c)] = _i
+
+
+def encode(text: str) -> np.ndarray:
+    b = np.frombuffer(text.encode("latin-1", errors="replace"), dtype=np.uint8)
+    return _LUT[b]
+
+
+# ------------------------------------------------------------------------------------------ parsing
+def parse_roles(text: str) -> dict[str, list[str]]:
+    """{"PLAY::ROLE": [speech snippets]} from the 1994 Gutenberg edition's layout."""
+    lines = text.splitlines()
+    roles: dict[str, list[str]] = {}
+    title, speaker_re, cont_re, current = None, None, None, None
+    for i, line in enumerate(lines):
+        if "by William Shakespeare" in line:
+            title = next((lines[j].strip() for j in range(i - 1, max(i - 8, -1), -1) if lines[j].strip()), None)
+            if title is None or "SONNETS" in title.upper():
+                title = None  # poems without speakers
+                continue
+            indent = 4 if title.upper() == "THE COMEDY OF ERRORS" else 2
+            speaker_re = re.compile(r"^ {%d}([A-Za-z][A-Za-z ]*)\. (.*)$" % indent)
+            cont_re = re.compile(r"^ {4}(\S.*)$") if indent == 2 else re.compile(r"^(\S.*|\s+\S.*)$")
+            current = None
+            continue
+        if title is None:
+            continue
+        m = speaker_re.match(line)
+        if m:
+            name = m.group(1).strip().upper()
+            if indent == 4 and name.startswith("ACT "):
+                current = None
+                continue
+            current = f"{title}::{name}"
+            roles.setdefault(current, []).append(m.group(2))
+            continue
+        if current is not None:
+            c = cont_re.match(line)
+            if c and not c.group(1).strip().startswith("<"):
+                roles[current].append(c.group(1).strip())
+            elif not line.strip():
+                continue
+            else:
+                current = None  # stage direction, header or blank-separated block ends the speech
+    return roles
+
+
+def role_text(snippets: list[str]) -> str:
+    return re.sub(r"\s+", " ", " ".join(snippets)).strip()
+
+
+def windows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    n = len(codes) - SEQ_LEN
+    if n <= 0:
+        return np.zeros((0, SEQ_LEN), np.uint8), np.zeros(0, np.uint8)
+    x = np.lib.stride_tricks.sliding_window_view(codes[:-1], SEQ_LEN)[:n]
+    return x, codes[SEQ_LEN:SEQ_LEN + n]
+
+
+def build_from_roles(roles: dict[str, list[str]], capped: bool) -> dict:
+    names = sorted(roles)
+    per = {}
+    for name in names:
+        codes = encode(role_text(roles[name]))
+        cut = int(round(len(codes) * (1 - TEST_FRACTION)))
+        per[name] = (windows(codes[:cut]), windows(codes[cut:]))
+    rng = np.random.default_rng(SELECT_SEED)
+    if capped:
+        eligible = [n for n in names if len(per[n][0][1]) >= TRAIN_PER_CLIENT and len(per[n][1][1]) >= TEST_PER_CLIENT]
+        if len(eligible) < NUM_CLIENTS:
+            raise ConfigError(f"dataset shakespeare: only {len(eligible)} roles have {TRAIN_PER_CLIENT} train and "
+                              f"{TEST_PER_CLIENT} test windows, {NUM_CLIENTS} needed; use shakespeare-all")
+        chosen = sorted(rng.choice(len(eligible), NUM_CLIENTS, replace=False).tolist())
+        names = [eligible[k] for k in chosen]
+    else:
+        names = [n for n in names if len(per[n][0][1]) and len(per[n][1][1])]
+        if not names:
+            raise ConfigError("dataset shakespeare: no role has enough text for one train and one test window")
+    return _stack(names, [per[n] for n in names], rng if capped else None)
+
+
+def _stack(names, pairs, rng) -> dict:
+    out = {k: [] for k in ("train_x", "train_y", "test_x", "test_y", "train_groups", "test_groups")}
+    for cid, ((trx, try_), (tex, tey)) in enumerate(pairs):
+        if rng is not None:
+            a = np.sort(rng.choice(len(try_), TRAIN_PER_CLIENT, replace=False))
+            b = np.sort(rng.choice(len(tey), TEST_PER_CLIENT, replace=False))
+            trx, try_, tex, tey = trx[a], try_[a], tex[b], tey[b]
+        out["train_x"].append(np.asarray(trx)); out["train_y"].append(np.asarray(try_))
+        out["test_x"].append(np.asarray(tex)); out["test_y"].append(np.asarray(tey))
+        out["train_groups"].append(np.full(len(try_), cid, np.int64))
+        out["test_groups"].append(np.full(len(tey), cid, np.int64))
+    t = {k: torch.from_numpy(np.concatenate(v)) for k, v in out.items()}
+    t["clients"] = list(names)
+    return t
+
+
+def _read_leaf_json(folder: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    users: dict[str, tuple[list, list]] = {}
+    for f in sorted(folder.glob("*.json")):
+        d = json.loads(f.read_text())
+        for u, data in d["user_data"].items():
+            xs, ys = users.setdefault(u, ([], []))
+            xs += data["x"]; ys += data["y"]
+    out = {}
+    for u, (xs, ys) in users.items():
+        if any(len(s) != SEQ_LEN for s in xs):
+            raise ConfigError(f"{folder}: user {u} has inputs that are not {SEQ_LEN} characters")
+        x = encode("".join(xs)).reshape(-1, SEQ_LEN) if xs else np.zeros((0, SEQ_LEN), np.uint8)
+        out[u] = (x, encode("".join(ys)))
+    return out
+
+
+# ------------------------------------------------------------------------------------------ loaders
+def _sources(root: Path) -> tuple[str, list[Path]]:
+    base = root / "shakespeare"
+    for n in RAW_NAMES:
+        if (base / n).exists():
+            return "raw", [base / n]
+    tr, te = sorted((base / "train").glob("*.json")), sorted((base / "test").glob("*.json"))
+    if tr and te:
+        return "leaf", tr + te
+    raise ConfigError(f"dataset shakespeare: missing {' or '.join(RAW_NAMES)} (Gutenberg complete works, 1994 "
+                      f"edition) or LEAF's train/*.json + test/*.json in {base}")
+
+
+def _loader(name: str, capped: bool):
+    def load(root: Path = Path("data"), download: bool = False) -> ArrayDataset:
+        root = Path(root)
+        kind, sources = _sources(root)
+
+        def build():
+            if kind == "raw":
+                return build_from_roles(parse_roles(sources[0].read_text(encoding="latin-1")), capped)
+            tr, te = _read_leaf_json(root / "shakespeare" / "train"), _read_leaf_json(root / "shakespeare" / "test")
+            users = sorted(set(tr) & set(te))
+            return _stack(users, [(tr[u], te[u]) for u in users], None)
+
+        t = cached(root, f"{name}-{kind}", sources, build)
+        return ArrayDataset(
+            name=name, train_x=t["train_x"].long(), train_y=t["train_y"].long(),
+            test_x=t["test_x"].long(), test_y=t["test_y"].long(), num_classes=len(VOCAB),
+            meta={"source": f"shakespeare ({kind}: {sources[0].parent})", "seq_len": SEQ_LEN, "vocab": VOCAB,
+                  "clients": t["clients"], "train_groups": t["train_groups"], "test_groups": t["test_groups"],
+                  "natural_partition": True},
+        )
+
+    load.__doc__ = f"{name}: LEAF Shakespeare, one client per role ({'capped 100 x 2000/400' if capped else 'all roles'})."
+    return load
+
+
+DATASETS.add("shakespeare", _loader("shakespeare", capped=True))
+DATASETS.add("shakespeare-all", _loader("shakespeare-all", capped=False))

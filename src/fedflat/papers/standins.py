@@ -1,0 +1,66 @@
+"""Digits-sized stand-ins for the papers' datasets and models, used only at `tiny` scale (CI).
+
+`digits_as_<name>` is scikit-learn's digits (ships with a dependency, no download) with a fixed pixel
+permutation seeded by the name, and `mlp_as_<name>` a one-hidden-layer MLP. Every paper dataset/model gets its own stand-in *name*, so the tiny DAG keeps the paper's
+shape: a CIFAR-10 column and a CIFAR-100 column stay two sets of runs. Numbers produced with
+stand-ins say nothing about the paper's numbers; the rendered tables state it.
+"""
+from __future__ import annotations
+
+from ..data.base import DATASETS
+from ..models.registry import MODELS
+
+PAPER_DATASETS = ("cifar10", "cifar10-cutout", "cifar10-half", "cifar100", "cifar100-half", "mnist", "mnist-cutout",
+                  "fmnist", "emnist-l10", "svhn", "cinic10", "tiny_imagenet", "pathmnist", "tissuemnist",
+                  "shakespeare")
+PAPER_MODELS = ("lenet5", "cnn_fedavg", "cnn_feddyn", "swin_s_pretrained", "swin_b_pretrained", "vit_b16_pretrained", "convnet_synsam", "mlp2", "vgg11", "resnet18", "resnet10", "char_lstm",
+                "vit_small", "linear")
+STANDIN_HIDDEN = 32
+
+
+def standin_name(name: str) -> str:
+    return f"digits_as_{name}"
+
+
+def standin_model(name: str) -> str:
+    return f"mlp_as_{name}"
+
+
+_DIGITS = []  # decoded once per process: tiny-scale test suites load it hundreds of times
+
+
+def _dataset_standin(original: str):
+    def load(root=None, download: bool = False):
+        import dataclasses
+        import zlib
+
+        import torch
+
+        if not _DIGITS:
+            _DIGITS.append(DATASETS.get("digits")(root=root, download=False))
+        d = _DIGITS[0]
+        # a fixed pixel permutation per stand-in: same difficulty, different task, so two stand-ins
+        # (CIFAR-10's and CIFAR-100's) give different numbers instead of identical columns
+        seed = zlib.crc32(original.encode())
+        n = d.train_x[0].numel()
+        perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+        shuffle = lambda x: x.reshape(len(x), -1)[:, perm].reshape(x.shape)
+        return dataclasses.replace(d, name=standin_name(original), train_x=shuffle(d.train_x), test_x=shuffle(d.test_x),
+                                   meta={**d.meta, "standin_for": original, "pixel_permutation_seed": seed})
+
+    return load
+
+
+def _model_standin(original: str):
+    def build(input_shape, num_classes, **_ignored):
+        return MODELS.get("mlp")(input_shape=input_shape, num_classes=num_classes, hidden=STANDIN_HIDDEN, depth=1)
+
+    return build
+
+
+for _d in PAPER_DATASETS:
+    if standin_name(_d) not in DATASETS:
+        DATASETS.add(standin_name(_d), _dataset_standin(_d))
+for _m in PAPER_MODELS:
+    if standin_model(_m) not in MODELS:
+        MODELS.add(standin_model(_m), _model_standin(_m))

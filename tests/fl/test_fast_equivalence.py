@@ -1,0 +1,103 @@
+"""The compiled fast path (training.backend: compile) gives the eager path's parameters after a round.
+
+Tiny image problem (1x6x6, 3 classes), 3 clients, 1 round of 3 local steps with clipping, weight
+decay and momentum on, so every term of the local step runs through the compiled gradient.
+"""
+import copy
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+
+from fedflat.algorithms import PRESETS
+from fedflat.data.base import ArrayDataset
+from fedflat.data.partition import Partition
+from fedflat.errors import ConfigError
+from fedflat.fl.engine import Simulation
+from fedflat.fl.evaluate import evaluate
+from fedflat.fl.fast import compile_blocker, resolve_backend
+from fedflat.fl.flat import FlatModel
+from fedflat.spec import RunSpec, check_training
+
+CLIENTS, PER, C = 3, 8, 3
+
+
+def _problem():
+    g = torch.Generator().manual_seed(0)
+    n = CLIENTS * PER
+    x = torch.randint(0, 256, (n, 1, 6, 6), generator=g, dtype=torch.uint8)
+    y = torch.randint(0, C, (n,), generator=g)
+    data = ArrayDataset("tiny_img", x, y, x[:6], y[:6], C, mean=torch.tensor([0.5]), std=torch.tensor([0.25]))
+    clients = [np.arange(i * PER, (i + 1) * PER) for i in range(CLIENTS)]
+    hist = np.stack([np.bincount(y[c].numpy(), minlength=C) for c in clients])
+    return data, Partition(clients, hist, {"spec": "manual", "seed": 0})
+
+
+def _sim(tmp_path, model, algorithm, backend, hp=None):
+    data, part = _problem()
+    training = check_training({"num_clients": CLIENTS, "participation": 1.0, "rounds": 1, "local_steps": 3,
+                               "batch_size": 4, "lr": 0.2, "weight_decay": 1e-3, "local_momentum": 0.5,
+                               "clip_grad_norm": 1.0, "checkpoint_every": 0, "backend": backend})
+    spec = RunSpec("tiny_img", "manual", model, algorithm, 0, PRESETS.get(algorithm).resolve(hp or {}), {}, training)
+    return Simulation(spec, data, part, tmp_path / backend, progress=False)
+
+
+@pytest.mark.parametrize("model,algorithm,hp", [("mlp", "fedavg", {}), ("mlp", "fedsam", {"rho": 0.5}),
+                                                ("cnn_small", "fedsam", {"rho": 0.5})])
+def test_compile_matches_eager_after_a_round(tmp_path, model, algorithm, hp):
+    eager, fast = _sim(tmp_path, model, algorithm, "eager", hp), _sim(tmp_path, model, algorithm, "compile", hp)
+    assert fast.backend == "compile" and eager.backend == "eager"
+    assert torch.equal(eager.srv.theta, fast.srv.theta)
+    theta0 = eager.srv.theta.clone()
+    eager.run_round(1)
+    fast.run_round(1)
+    moved = (eager.srv.theta - theta0).abs().max()
+    assert moved > 1e-2  # the round did move the model, so agreement below is not trivial
+    torch.testing.assert_close(fast.srv.theta, eager.srv.theta, rtol=0, atol=1e-5)
+    # evaluation through the compiled inference forward sees the new parameters
+    ev = lambda s: evaluate(s.fm, s.srv.theta, s.srv.buffers, s.data, "train", 7)
+    e, f = ev(eager), ev(fast)
+    assert abs(e["loss"] - f["loss"]) < 1e-5 and e["acc"] == f["acc"]
+    assert abs(f["loss"] - evaluate(fast.fm, theta0, fast.srv.buffers, fast.data, "train", 7)["loss"]) > 1e-4
+    twin = copy.deepcopy(fast.fm.module).eval()  # a copy runs its own (eager) forward on its own weights
+    with torch.inference_mode():
+        x = fast.data.normalise(fast.data.test_x)
+        torch.nn.init.zeros_(list(twin.parameters())[-1])
+        assert not torch.allclose(twin(x), fast.fm.module.eval()(x))
+    fast.fm.module.train()
+
+
+def test_compiled_client_result_does_not_depend_on_processing_order(tmp_path):
+    sim = _sim(tmp_path, "mlp", "fedsam", "compile", {"rho": 0.5})
+    start, lr = sim.srv.theta.clone(), sim.lr_at(1)
+    alone = sim.local_train(2, 1, start, {}, lr).delta.clone()
+    sim.local_train(0, 1, start, {}, lr)  # another client in between must not change client 2's draws
+    again = sim.local_train(2, 1, start, {}, lr).delta
+    assert torch.equal(alone, again)
+
+
+def test_backend_is_validated_and_falls_back(tmp_path):
+    with pytest.raises(ConfigError, match="training.backend"):
+        check_training({"backend": "jit"})
+    fm_bn = FlatModel(nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)))
+    fm_do = FlatModel(nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5)))
+    fm_ok = FlatModel(nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2)))
+    assert "BatchNorm" in compile_blocker(fm_bn, False) and "dropout" in compile_blocker(fm_do, False)
+    assert compile_blocker(fm_ok, True) is not None and compile_blocker(fm_ok, False) is None
+    cpu = torch.device("cpu")
+    assert resolve_backend("auto", fm_bn, cpu, False) == "eager"
+    assert resolve_backend("auto", fm_ok, cpu, False) == "compile"
+    fm_gn = FlatModel(nn.Sequential(nn.Conv2d(2, 4, 3), nn.GroupNorm(2, 4)))
+    assert resolve_backend("auto", fm_gn, cpu, False) == "eager"  # measured slower compiled
+    assert resolve_backend("compile", fm_gn, cpu, False) == "compile"  # still allowed when asked
+    with pytest.raises(ConfigError, match="'compile' unsupported"):
+        resolve_backend("compile", fm_do, cpu, False)
+
+
+def test_backend_does_not_change_the_run_id():
+    tr = check_training({})
+    a = RunSpec("d", "p", "mlp", "fedavg", 0, {}, {}, {**tr, "backend": "eager"})
+    b = RunSpec("d", "p", "mlp", "fedavg", 0, {}, {}, {**tr, "backend": "compile"})
+    c = RunSpec("d", "p", "mlp", "fedavg", 0, {}, {}, {**tr, "eval_subset": 100})
+    assert a.digest() == b.digest() != c.digest()

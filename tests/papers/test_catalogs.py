@@ -1,0 +1,123 @@
+"""Each paper catalog expands to exactly the paper's grid (after deduplication) at every scale.
+
+The expected counts are derived here from the papers' table definitions (notes §"tables and
+figures"), independently of the YAML, so a table that silently loses a row changes the count.
+"""
+import copy
+
+import pytest
+
+from fedflat.errors import ConfigError
+from fedflat.papers.catalog import apply_scale
+
+from .paper_helpers import PAPERS, load_or_skip, paper_config
+
+S3, S5 = 3, 5  # seeds: 3 where the paper does not say (FedNSAM, FedSOL, FedSynSAM, FedTOGA), 5 for FedSAGD
+
+EXPECTED = {
+    # T2: 2 datasets x 3 models x 9 methods; T4: p=2%,5% and α=0.1,0.3 x 9 (p=10% and α=0.6 are T2's runs);
+    # T5: FedNSAM-S, FedDyn, FedNSAM-D x 2 α (the other rows are T4's); T6: 3 Nesterov variants x 2 α;
+    # Fig. 5: 6 other λ, 4 other ρ; Fig. 2: FedSAM x 3 α + FedNSAM x 1 with the sharpness hook (distinct runs);
+    # T3: 3 pretrained transformers x 9 methods on Tiny-ImageNet.
+    "fednsam": (2 * 3 * 9 + 2 * 9 + 2 * 9 + 3 * 2 + 3 * 2 + 6 + 4 + (3 + 1) + 3 * 9) * S3,
+    # T2: (CIFAR-10, CIFAR-100, EMNIST) x 12 methods (Shakespeare not run); T3: 4 splits x 9 at PR 1%;
+    # T4: PR 5%, 10% x 9 (PR 1% is T3's, PR 2% is T2's); T8-T10: 7 + 6 + 6 settings (β=.9, μ=.001, λ=.01 shared).
+    "fedsagd": (3 * 12 + 4 * 9 + 2 * 9 + 7 + 6 + 6) * S5,
+    # T2: CIFAR-10 8 splits + 5 datasets x 2 splits, x 8 methods; T3: 3 datasets x 3 models x 4 methods;
+    # T5: 3 targets x 4 ρ minus Head ρ=2 (= T2's FedSOL); Fig. 4a-c: FedAvg/FedSOL at 3 other sampling ratios,
+    # 2 other epoch counts, 2 other lrs; Figs. 6, 7: FedAvg/FedSOL with analysis hooks (distinct runs).
+    "fedsol": (8 * 8 + 5 * 2 * 8 + 3 * 3 * 4 + 3 * 4 - 1 + (3 + 2 + 2) * 2 + 2 + 2) * S3,
+    # T2: 3 blocks x 2 datasets x 4 compressors x 9 methods; T3: 4 x 9; T4: K=20 FedAvg/FedLESAM and K=5 FedSynSAM
+    # on 2 blocks x 4 compressors; T1: 6 FedAvg settings; Fig. 5: 3 methods x 5 ρ.
+    "fedsynsam": (3 * 2 * 4 * 9 + 4 * 9 + 2 * 4 * 2 + 2 * 4 + 6 + 3 * 5) * S3,
+    # T1: 17 methods (FedRCL not implemented) x 8 splits x 2 federations; T2: 14 x 4 x 2;
+    # T11: 2 ablation variants x 2 datasets; Fig. 7: E = 1, 2, 10 (E=5 is T1's); Fig. 6: 9 parameter values
+    # + 3 lr decays off the defaults; Fig. 8: 5 methods with the divergence hook.
+    "fedtoga": (17 * 8 * 2 + 14 * 4 * 2 + 2 * 2 + 3 + 9 + 3 + 5) * S3,
+}
+
+
+@pytest.mark.parametrize("scale", ["tiny", "reduced", "paper"])
+@pytest.mark.parametrize("paper", PAPERS)
+def test_catalog_runs_equal_paper_grid(paper, scale):
+    study = load_or_skip(paper_config(paper, scale))
+    assert len(study.runs) == EXPECTED[paper]
+    assert study.tables_dir == f"results/papers/{paper}" and study.figures_dir == f"figures/{paper}"
+    assert study.tables, "every paper has tables"
+    for name, t in study.tables.items():
+        assert t["scale_info"]["name"] == scale and t.get("ref"), name
+
+
+def test_tiny_uses_standins_only():
+    study = load_or_skip(paper_config("fednsam", "tiny"))
+    assert {s.dataset for s in study.runs.values()} == {"digits_as_cifar10", "digits_as_cifar100", "digits_as_tiny_imagenet"}
+    assert all(s.model.startswith("mlp_as_") and s.training["rounds"] == 2 for s in study.runs.values())
+
+
+def test_shared_runs_are_computed_once():
+    """FedNSAM Table 4's p=10% column and Table 2's CIFAR-100/ResNet-18 cells are the same runs."""
+    study = load_or_skip(paper_config("fednsam", "tiny"))
+    t2 = {rid for rid, lab in study.experiments["t2"] if lab["model"].endswith("resnet18") and lab["dataset"].endswith("cifar100")}
+    assert t2 == {rid for rid, _ in study.experiments["t4_p10"]}
+
+
+def test_scale_that_merges_runs_is_refused():
+    cfg = paper_config("fednsam", "tiny")
+    cfg["scales"]["tiny"]["training"]["participation"] = 0.5  # would merge Table 4's p=2%/5%/10% runs
+    with pytest.raises(ConfigError, match="scales.tiny: the scaled grid has"):
+        apply_scale(cfg)
+
+
+def test_relative_override_and_bad_scale():
+    cfg = paper_config("fedtoga", "reduced")
+    out = apply_scale(cfg)
+    assert out["experiments"]["t1_c10_n200"]["training"]["num_clients"] == 40  # 200 x 0.2
+    bad = copy.deepcopy(cfg)
+    bad["scale"] = "huge"
+    with pytest.raises(ConfigError, match="scale: unknown value 'huge'"):
+        apply_scale(bad)
+
+
+def test_pending_entry_waits_for_its_kind_and_hooks():
+    cfg = paper_config("fednsam", "tiny")
+    cfg["pending_figures"] = {
+        "later": {"kind": "no_such_kind", "experiment": "t2"},
+        "now": {"kind": "paper_curves", "experiment": "t2", "panels": [{"title": "x"}]},
+        "hook_missing": {"kind": "paper_curves", "waits_for": "no_such_hook", "experiment": "t2", "panels": [{}]},
+    }
+    out = apply_scale(cfg)
+    assert "now" in out["figures"] and "later" not in out["figures"] and "hook_missing" not in out["figures"]
+    assert "waits_for" not in out["figures"]["now"]
+    assert not {"pending_figures", "pending_tables", "scales", "paper"} & set(out)
+
+
+def test_unregistered_hook_is_dropped_not_fatal(capsys):
+    cfg = paper_config("fednsam", "tiny")
+    cfg["experiments"]["f2_sam"]["analysis"] = {"hooks": {"no_such_hook": {}}}
+    out = apply_scale(cfg)
+    assert out["experiments"]["f2_sam"]["analysis"]["hooks"] == {}
+    assert "no_such_hook is not registered yet" in capsys.readouterr().err
+
+
+def test_report_caption_and_compute_proxy():
+    from fedflat.papers.catalog import report_caption
+    from fedflat.papers.compute import run_sample_grads
+
+    study = load_or_skip(paper_config("fednsam", "tiny"))
+    cap = report_caption(study, "tables", "table4")
+    assert cap.startswith("FedNSAM Table 4: CIFAR-100 ResNet-18") and "(scale: tiny; digits stand-ins" in cap
+    spec = next(s for s in study.runs.values() if s.algorithm == "fedsam")
+    # 2 rounds x max(1, round(0.1 x 8)) = 1 client x 1 step x batch 16 x 2 gradients per SAM step
+    assert run_sample_grads(spec) == 2 * 1 * 1 * 16 * 2
+
+
+@pytest.mark.parametrize("paper", PAPERS)
+def test_catalog_passes_the_workflow_schema(paper):
+    import jsonschema
+    import yaml
+
+    from .paper_helpers import ROOT
+
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(paper_config(paper, "tiny")))
+    assert not errors, errors[0].message

@@ -1,0 +1,74 @@
+# Per-run analysis files: thin rules over `python -m fedflat.analysis` (src/fedflat/analysis/cli.py).
+# Parameters come from the config's top-level `analysis: {hessian: ..., landscape: ..., stability: ...}`
+# (defaults and domains in src/fedflat/analysis/params.py); they are checked here, at parse time.
+from fedflat.analysis.params import from_config as _analysis_params
+
+try:
+    ANALYSIS = {c: json.dumps(_analysis_params(config, c), sort_keys=True) for c in ("hessian", "landscape", "stability")}
+except ConfigError as exc:
+    _die(exc)
+
+
+def _run_dir(wc):
+    return f"results/runs/{wc.run}"
+
+
+rule hessian:
+    input:
+        model="results/runs/{run}/model.pt",
+    output:
+        "results/runs/{run}/hessian.json",
+    params:
+        p=ANALYSIS["hessian"],
+        run_dir=_run_dir,
+    log:
+        "results/runs/{run}/hessian.log",
+    threads: THREADS
+    resources:
+        gpu=1 if USES_GPU else 0,
+    shell:
+        "{PY} -m fedflat.analysis hessian --run-dir {params.run_dir} --out {output} --params {params.p:q} "
+        "--data-root {DATA_ROOT} --device {DEVICE} {DOWNLOAD} --threads {threads} 2> {log}"
+
+
+rule landscape:
+    input:
+        model="results/runs/{run}/model.pt",
+    output:
+        "results/runs/{run}/landscape_{dims}d.npz",
+    wildcard_constraints:
+        dims="[12]",
+    params:
+        p=ANALYSIS["landscape"],
+        run_dir=_run_dir,
+    log:
+        "results/runs/{run}/landscape_{dims}d.log",
+    threads: THREADS
+    resources:
+        gpu=1 if USES_GPU else 0,
+    shell:
+        "{PY} -m fedflat.analysis landscape --dims {wildcards.dims} --run-dir {params.run_dir} --out {output} "
+        "--params {params.p:q} --data-root {DATA_ROOT} --device {DEVICE} {DOWNLOAD} --threads {threads} 2> {log}"
+
+
+rule stability:
+    input:
+        model="results/runs/{run}/model.pt",
+        partition=lambda wc: STUDY.partition_path(STUDY.runs[wc.run].partition_id()),
+    output:
+        json="results/runs/{run}/stability.json",
+        partition="results/runs/{run}/stability_partition.npz",
+        models="results/runs/{run}/stability_models.pt",
+    params:
+        p=ANALYSIS["stability"],
+        run_dir=_run_dir,
+    log:
+        "results/runs/{run}/stability.log",
+    threads: THREADS
+    resources:
+        gpu=1 if USES_GPU else 0,
+        runtime=RES.get("train_runtime_min", 120),
+    shell:
+        "{PY} -m fedflat.analysis stability --run-dir {params.run_dir} --partition {input.partition} "
+        "--out {output.json} --params {params.p:q} --data-root {DATA_ROOT} --device {DEVICE} {DOWNLOAD} "
+        "--threads {threads} 2> {log}"
