@@ -101,3 +101,17 @@ def test_backend_does_not_change_the_run_id():
     b = RunSpec("d", "p", "mlp", "fedavg", 0, {}, {}, {**tr, "backend": "compile"})
     c = RunSpec("d", "p", "mlp", "fedavg", 0, {}, {}, {**tr, "eval_subset": 100})
     assert a.digest() == b.digest() != c.digest()
+
+
+def test_eval_subset_limits_the_evaluated_samples(tmp_path, monkeypatch):
+    import fedflat.fl.engine as engine
+
+    seen = []
+    real = engine.evaluate
+    monkeypatch.setattr(engine, "evaluate", lambda *a, **k: seen.append(r := real(*a, **k)) or r)
+    data, part = _problem()
+    training = check_training({"num_clients": CLIENTS, "participation": 1.0, "rounds": 1, "local_steps": 1,
+                               "batch_size": 4, "checkpoint_every": 0, "eval_subset": 5})
+    spec = RunSpec("tiny_img", "manual", "linear", "fedavg", 0, PRESETS.get("fedavg").resolve({}), {}, training)
+    Simulation(spec, data, part, tmp_path, progress=False).run()
+    assert [r["n"] for r in seen] == [5]  # the test split has 6 samples
