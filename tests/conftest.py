@@ -20,3 +20,12 @@ def repo() -> Path:
 @pytest.fixture
 def python() -> str:
     return sys.executable
+
+
+@pytest.fixture
+def float64():
+    """Default dtype float64 for the test: hand-derived updates compare to 1e-12."""
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(old)

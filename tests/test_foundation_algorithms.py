@@ -6,12 +6,7 @@ import torch
 from foundation_helpers import make_sim, np_grad, unit
 
 
-@pytest.fixture(autouse=True)
-def float64():
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    yield
-    torch.set_default_dtype(old)
+pytestmark = pytest.mark.usefixtures("float64")  # exact hand-derived comparisons
 
 
 def run(sim, rounds):

@@ -15,12 +15,7 @@ from .helpers_sam import C, D, H, ce, forward, grad, tensor_slices
 TOL = 1e-12
 
 
-@pytest.fixture(autouse=True)
-def float64():
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    yield
-    torch.set_default_dtype(old)
+pytestmark = pytest.mark.usefixtures("float64")  # exact hand-derived comparisons
 
 
 N = 6

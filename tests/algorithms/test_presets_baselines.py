@@ -15,12 +15,7 @@ BASELINES = ["fedprox", "scaffold", "feddyn", "fedavgm", "fedadam", "fedyogi", "
              "feddc", "mimelite", "fedlnag", "fedanag", "fedsagd"]
 
 
-@pytest.fixture(autouse=True)
-def float64():
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    yield
-    torch.set_default_dtype(old)
+pytestmark = pytest.mark.usefixtures("float64")  # exact hand-derived comparisons
 
 
 def local(r, t, cid, start, direction):

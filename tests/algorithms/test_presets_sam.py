@@ -17,12 +17,7 @@ from .helpers_sam import ce, ce_grad, forward, grad, make_sim, run, tensor_slice
 K, LR, ATOL = 2, 0.2, 1e-10
 
 
-@pytest.fixture(autouse=True)
-def float64():
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    yield
-    torch.set_default_dtype(old)
+pytestmark = pytest.mark.usefixtures("float64")  # exact hand-derived comparisons
 
 
 def fed(theta0, X, Y, clients, local, server, rounds=2, start=None, sampled=None):
