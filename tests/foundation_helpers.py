@@ -12,12 +12,13 @@ from fedflat.spec import RunSpec, check_training
 D, C = 5, 3
 
 
-def tiny_problem(num_clients=3, per_client=6, seed=0):
+def tiny_problem(num_clients=3, per_client=6, seed=0, dim=D, n_test=6):
+    """Gaussian inputs, random labels of C classes, client i holds samples [i*per_client, (i+1)*per_client)."""
     rng = np.random.default_rng(seed)
     n = num_clients * per_client
-    x = rng.normal(size=(n, D))
+    x = rng.normal(size=(n, dim))
     y = rng.integers(0, C, size=n)
-    data = ArrayDataset("tiny", torch.tensor(x), torch.tensor(y), torch.tensor(x[:6]), torch.tensor(y[:6]), C)
+    data = ArrayDataset("tiny", torch.tensor(x), torch.tensor(y), torch.tensor(x[:n_test]), torch.tensor(y[:n_test]), C)
     clients = [np.arange(i * per_client, (i + 1) * per_client) for i in range(num_clients)]
     hist = np.stack([np.bincount(y[c], minlength=C) for c in clients])
     return data, Partition(clients, hist, {"spec": "manual", "seed": 0}), x, y, clients

@@ -5,25 +5,17 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from fedflat.data.base import ArrayDataset
-from fedflat.data.partition import Partition
 from fedflat.fl.batches import sample_clients
 from fedflat.fl.engine import Simulation
 from fedflat.spec import RunSpec, check_training
+from foundation_helpers import C, tiny_problem as base_tiny_problem
 
-D, C = 4, 3
+D = 4  # input dim (C classes from foundation_helpers)
 SETTINGS = dict(num_clients=4, participation=0.75, local_steps=3, lr=0.3, lr_decay=0.9, weight_decay=1e-3)
 
 
 def tiny_problem(num_clients, per_client=5, seed=1):
-    rng = np.random.default_rng(seed)
-    n = num_clients * per_client
-    x = rng.normal(size=(n, D))
-    y = rng.integers(0, C, size=n)
-    data = ArrayDataset("tiny", torch.tensor(x), torch.tensor(y), torch.tensor(x[:5]), torch.tensor(y[:5]), C)
-    clients = [np.arange(i * per_client, (i + 1) * per_client) for i in range(num_clients)]
-    hist = np.stack([np.bincount(y[c], minlength=C) for c in clients])
-    return data, Partition(clients, hist, {"spec": "manual", "seed": 0}), x, y, clients
+    return base_tiny_problem(num_clients, per_client, seed, dim=D, n_test=5)
 
 
 class Run:

@@ -8,23 +8,16 @@ import torch
 import torch.nn.functional as F
 
 from fedflat.algorithms import PRESETS
-from fedflat.data.base import ArrayDataset
-from fedflat.data.partition import Partition
 from fedflat.fl.engine import Simulation
 from fedflat.spec import RunSpec, check_training
+from foundation_helpers import C, tiny_problem as base_tiny_problem
 
-D, C, H = 5, 3, 4  # input dim, classes, MLP hidden width
+D, H = 5, 4  # input dim, MLP hidden width (C classes from foundation_helpers)
 
 
 def tiny_problem(num_clients=3, per_client=6, seed=1):
-    rng = np.random.default_rng(seed)
-    n = num_clients * per_client
-    x = rng.normal(size=(n, D))
-    y = rng.integers(0, C, size=n)
-    data = ArrayDataset("tiny", torch.tensor(x), torch.tensor(y), torch.tensor(x[:6]), torch.tensor(y[:6]), C)
-    clients = [np.arange(i * per_client, (i + 1) * per_client) for i in range(num_clients)]
-    hist = np.stack([np.bincount(y[c], minlength=C) for c in clients])
-    return data, Partition(clients, hist, {"spec": "manual", "seed": 0}), torch.tensor(x), torch.tensor(y), clients
+    data, part, x, y, clients = base_tiny_problem(num_clients, per_client, seed, dim=D)
+    return data, part, torch.tensor(x), torch.tensor(y), clients
 
 
 def make_sim(algorithm, hparams, tmp_path, arch="linear", num_clients=3, per_client=6, local_steps=2, lr=0.2,
