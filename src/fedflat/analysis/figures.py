@@ -101,7 +101,7 @@ def _rows(data: str) -> list[str]:
 
 
 def landscape_panels(m: dict, outs) -> None:
-    from ..report.style import apply_style, plt, save
+    from ..report.style import apply_style, plt, save_all
 
     apply_style()
     rows, panels = _rows(m["data"]), m["panels"]
@@ -132,14 +132,11 @@ def landscape_panels(m: dict, outs) -> None:
             ax.set_ylabel("β (d₂)")
     if m.get("title"):
         fig.suptitle(m["title"])
-    fig.tight_layout()
-    for out in outs:
-        save(fig, out)
-    plt.close(fig)
+    save_all(fig, outs)
 
 
 def landscape_curves(m: dict, outs) -> None:
-    from ..report.style import apply_style, color_for, plt, save
+    from ..report.style import apply_style, color_for, plt, save_all
 
     apply_style()
     fig, ax = plt.subplots(figsize=(4.2, 3.0))
@@ -154,10 +151,7 @@ def landscape_curves(m: dict, outs) -> None:
     ax.legend(fontsize=7)
     if m.get("title"):
         ax.set_title(m["title"])
-    fig.tight_layout()
-    for out in outs:
-        save(fig, out)
-    plt.close(fig)
+    save_all(fig, outs)
 
 
 @FIGURE_KINDS.register("hessian_density")
@@ -179,7 +173,7 @@ class HessianDensity:
 
     @staticmethod
     def render(m, outs):
-        from ..report.style import apply_style, color_for, plt, save
+        from ..report.style import apply_style, color_for, plt, save_all
         from .hessian import smooth_density
 
         apply_style()
@@ -202,10 +196,7 @@ class HessianDensity:
         ax.legend(fontsize=7)
         if m.get("title"):
             ax.set_title(m["title"])
-        fig.tight_layout()
-        for out in outs:
-            save(fig, out)
-        plt.close(fig)
+        save_all(fig, outs)
 
 
 def _seed_table(entries: list[dict], fname: str, quantities: dict[str, str], out_base, title: str, caption: str):

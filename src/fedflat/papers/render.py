@@ -121,7 +121,7 @@ def _suptitle(m: dict, extra: str = "") -> str:
 
 def render_curves(m: dict, outs) -> None:
     from ..report.collect import load_curves
-    from ..report.style import apply_style, color_for, marker_for, plt, save
+    from ..report.style import apply_style, color_for, marker_for, plt, save_all
 
     apply_style()
     panels = m["panels"]
@@ -165,14 +165,11 @@ def render_curves(m: dict, outs) -> None:
     fig.legend([handles[l] for l in labels], labels, loc="lower center", ncol=min(len(labels), 5), frameon=False,
                bbox_to_anchor=(0.5, -0.03 - 0.045 * math.ceil(len(labels) / 5)))
     fig.suptitle(_suptitle(m, f"mean over seeds {sorted(seeds)}; band: min–max"), fontsize=8)
-    fig.tight_layout()
-    for out in outs:
-        save(fig, out)
-    plt.close(fig)
+    save_all(fig, outs)
 
 
 def render_sweep(m: dict, outs) -> None:
-    from ..report.style import apply_style, color_for, marker_for, plt, save
+    from ..report.style import apply_style, color_for, marker_for, plt, save_all
 
     apply_style()
     fig, ax = plt.subplots(figsize=(4.2, 3.0))
@@ -196,7 +193,4 @@ def render_sweep(m: dict, outs) -> None:
     ax.set_ylabel(metric_header(metric) + (" (%)" if metric.endswith("acc") else ""))
     ax.legend(frameon=False)
     fig.suptitle(_suptitle(m, "mean ± std over seeds"), fontsize=8)
-    fig.tight_layout()
-    for out in outs:
-        save(fig, out)
-    plt.close(fig)
+    save_all(fig, outs)

@@ -9,7 +9,7 @@ import pandas as pd
 
 from ..data import Partition
 from .collect import load_curves
-from .style import apply_style, color_for, marker_for, plt, save
+from .style import apply_style, color_for, marker_for, plt, save_all
 
 
 def _panel_grid(n: int, width: float = 3.2, height: float = 2.6):
@@ -50,10 +50,7 @@ def convergence(entries: list[dict], outs: list[str | Path], metric: str = "test
                bbox_to_anchor=(0.5, -0.02 - 0.04 * math.ceil(len(labels) / 6)))
     seeds = sorted(df["seed"].unique().tolist())
     fig.suptitle((title + "\n" if title else "") + f"mean over seeds {seeds}; band: min–max", fontsize=9)
-    fig.tight_layout()
-    for out in outs:
-        save(fig, out)
-    plt.close(fig)
+    save_all(fig, outs)
 
 
 def partition_heatmap(partition_files: list[str | Path], outs: list[str | Path], title: str = "") -> None:
@@ -76,6 +73,4 @@ def partition_heatmap(partition_files: list[str | Path], outs: list[str | Path],
     fig.colorbar(im, ax=axes[0].tolist(), label="samples per client and class (log)")
     if title:
         fig.suptitle(title)
-    for out in outs:
-        save(fig, out)
-    plt.close(fig)
+    save_all(fig, outs, layout=False)  # the shared colour bar is placed by fig.colorbar

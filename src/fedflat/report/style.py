@@ -53,3 +53,13 @@ def save(fig, path) -> None:
 
     path = Path(path)
     atomic_write(path, lambda t: fig.savefig(t, format=path.suffix.lstrip(".")))
+
+
+def save_all(fig, outs, layout: bool = True) -> None:
+    """Lay out (unless the figure places its own colour bar), write the figure to every path in
+    `outs` (one format per suffix), close it."""
+    if layout:
+        fig.tight_layout()
+    for out in outs:
+        save(fig, out)
+    plt.close(fig)
