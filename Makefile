@@ -4,6 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CORES ?= all
+BENCH_ARGS ?=
 
 .PHONY: venv run test bench clean dag report
 
@@ -21,8 +22,8 @@ run: venv
 test: venv
 	$(BIN)/python -m pytest -q
 
-bench: venv
-	$(BIN)/python -m bench
+bench: venv  # make bench BENCH_ARGS=--quick: every benchmark at smoke size
+	$(BIN)/python -m bench $(BENCH_ARGS)
 
 dag: venv
 	$(BIN)/snakemake -n

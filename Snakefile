@@ -30,3 +30,4 @@ rule all:
     input:
         STUDY.table_outputs(),
         STUDY.figure_outputs(),
+        BENCHMARKS_MD,  # workflow/rules/report.smk: wall time and memory per training run

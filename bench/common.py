@@ -3,7 +3,9 @@ the bare eager reference step, and interleaved timing.
 
 Timing on a shared machine: A and B are run alternately in chunks and each side keeps the sum
 (and the minimum chunk), so load that comes and goes hits both sides alike; ratios are taken from
-times measured in the same process, never across runs.
+times measured in the same process, never across runs. Each side also keeps its process CPU time
+(time.process_time): with one intra-op thread that is the work the step itself did, which other
+jobs' load (the 2-core box ran at load 5-9 while helpers shared it) inflates far less than wall time.
 """
 from __future__ import annotations
 
@@ -109,13 +111,22 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - t
 
 
+def timed_cpu(fn: Callable[[], object]) -> tuple[float, float]:
+    """(wall seconds, process CPU seconds) of one call."""
+    t, c = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - t, time.process_time() - c
+
+
 def interleave(fns: dict[str, Callable[[], object]], chunks: int) -> dict[str, dict]:
-    """Run each fn `chunks` times, alternating; per fn: total seconds, min chunk, all chunks."""
-    out = {k: {"total": 0.0, "min": float("inf"), "chunks": []} for k in fns}
+    """Run each fn `chunks` times, alternating; per fn: total wall seconds, min chunk, all chunks,
+    and total process CPU seconds ("cpu")."""
+    out = {k: {"total": 0.0, "min": float("inf"), "chunks": [], "cpu": 0.0} for k in fns}
     for _ in range(chunks):
         for k, fn in fns.items():
-            dt = timed(fn)
+            dt, dc = timed_cpu(fn)
             out[k]["total"] += dt
+            out[k]["cpu"] += dc
             out[k]["min"] = min(out[k]["min"], dt)
             out[k]["chunks"].append(dt)
     return out

@@ -1,7 +1,9 @@
 """The compiled fast path (training.backend: compile) gives the eager path's parameters after a round.
 
 Tiny image problem (1x6x6, 3 classes), 3 clients, 1 round of 3 local steps with clipping, weight
-decay and momentum on, so every term of the local step runs through the compiled gradient.
+decay and momentum on, so every term of the local step runs through the compiled gradient. FedAvg and
+FedSAM run as one compiled graph per step (FusedStep: batch gather and normalisation inside, or an
+eagerly augmented batch); FedProx (a correction) goes through the per-call CompiledGrad.
 """
 import copy
 
@@ -16,7 +18,8 @@ from fedflat.data.partition import Partition
 from fedflat.errors import ConfigError
 from fedflat.fl.engine import Simulation
 from fedflat.fl.evaluate import evaluate
-from fedflat.fl.fast import compile_blocker, resolve_backend
+from fedflat.data.augment import random_hflip
+from fedflat.fl.fast import compile_blocker, fused_blocker, resolve_backend
 from fedflat.fl.flat import FlatModel
 from fedflat.spec import RunSpec, check_training
 
@@ -34,8 +37,10 @@ def _problem():
     return data, Partition(clients, hist, {"spec": "manual", "seed": 0})
 
 
-def _sim(tmp_path, model, algorithm, backend, hp=None):
+def _sim(tmp_path, model, algorithm, backend, hp=None, augment=False):
     data, part = _problem()
+    if augment:  # random flips drawn from the per-(seed, round, client) generator, eagerly
+        data.augment = lambda x, gen: random_hflip(x, gen)
     training = check_training({"num_clients": CLIENTS, "participation": 1.0, "rounds": 1, "local_steps": 3,
                                "batch_size": 4, "lr": 0.2, "weight_decay": 1e-3, "local_momentum": 0.5,
                                "clip_grad_norm": 1.0, "checkpoint_every": 0, "backend": backend})
@@ -43,11 +48,14 @@ def _sim(tmp_path, model, algorithm, backend, hp=None):
     return Simulation(spec, data, part, tmp_path / backend, progress=False)
 
 
-@pytest.mark.parametrize("model,algorithm,hp", [("mlp", "fedavg", {}), ("mlp", "fedsam", {"rho": 0.5}),
-                                                ("cnn_small", "fedsam", {"rho": 0.5})])
-def test_compile_matches_eager_after_a_round(tmp_path, model, algorithm, hp):
-    eager, fast = _sim(tmp_path, model, algorithm, "eager", hp), _sim(tmp_path, model, algorithm, "compile", hp)
+@pytest.mark.parametrize("model,algorithm,hp,augment,fused", [
+    ("mlp", "fedavg", {}, False, True), ("mlp", "fedsam", {"rho": 0.5}, False, True),
+    ("cnn_small", "fedsam", {"rho": 0.5}, True, True), ("linear", "fedprox", {"mu": 0.5}, False, False)])
+def test_compile_matches_eager_after_a_round(tmp_path, model, algorithm, hp, augment, fused):
+    eager = _sim(tmp_path, model, algorithm, "eager", hp, augment)
+    fast = _sim(tmp_path, model, algorithm, "compile", hp, augment)
     assert fast.backend == "compile" and eager.backend == "eager"
+    assert (fused_blocker(fast) is None) == fused and fused_blocker(eager) is not None
     assert torch.equal(eager.srv.theta, fast.srv.theta)
     theta0 = eager.srv.theta.clone()
     eager.run_round(1)
@@ -115,3 +123,40 @@ def test_eval_subset_limits_the_evaluated_samples(tmp_path, monkeypatch):
     spec = RunSpec("tiny_img", "manual", "linear", "fedavg", 0, PRESETS.get("fedavg").resolve({}), {}, training)
     Simulation(spec, data, part, tmp_path, progress=False).run()
     assert [r["n"] for r in seen] == [5]  # the test split has 6 samples
+
+
+def test_fused_step_only_for_plain_parts(tmp_path):
+    sim = _sim(tmp_path, "mlp", "fedavg", "compile")
+    assert fused_blocker(sim) is None
+    orig = sim.algo.perturbation.gradient
+    sim.algo.perturbation.gradient = lambda *a: orig(*a)  # an analysis hook wrapping the part
+    assert "hook" in fused_blocker(sim)
+    assert "not fused" in fused_blocker(_sim(tmp_path / "asam", "mlp", "fedasam", "compile"))
+    assert "corrections" in fused_blocker(_sim(tmp_path / "prox", "mlp", "fedprox", "compile"))
+
+
+def test_compiled_max_pool_backward_is_aten_bit_for_bit():
+    """_MaxPool2x2 (used inside compiled graphs) routes gradients exactly as aten's max-pool,
+    including ties (first maximum of the window wins) and odd sizes (last row/column dropped)."""
+    from fedflat.fl.fast import CompiledMaxPool2d, _MaxPool2x2, use_compiled_pools
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(-2, 3, (2, 3, 5, 7), generator=g).double()  # small integers: many ties, incl. at 0
+    x[0, 0, :2, :2] = 1.0  # a window that is one four-way tie
+    w = torch.randn(2, 3, 2, 3, generator=g, dtype=torch.float64)
+    a = x.clone().requires_grad_()
+    b = x.clone().requires_grad_()
+    out_ref = torch.nn.functional.max_pool2d(torch.relu(a), 2)
+    out = _MaxPool2x2.apply(torch.relu(b))[0]
+    assert torch.equal(out, out_ref)
+    (out_ref * w).sum().backward()
+    (out * w).sum().backward()
+    assert torch.equal(b.grad, a.grad) and a.grad.abs().sum() > 0
+    c = x.clone().requires_grad_()  # without the ReLU: ties among non-zero values carry gradient
+    (_MaxPool2x2.apply(c)[0] * w).sum().backward()
+    d = x.clone().requires_grad_()
+    (torch.nn.functional.max_pool2d(d, 2) * w).sum().backward()
+    assert torch.equal(c.grad, d.grad) and c.grad[0, 0, 0, 0] != 0 and c.grad[0, 0, 0, 1] == 0
+    net = nn.Sequential(nn.MaxPool2d(2), nn.MaxPool2d(3), nn.Sequential(nn.MaxPool2d(2, padding=1), nn.MaxPool2d((2, 2))))
+    assert use_compiled_pools(net) == 2 and isinstance(net[0], CompiledMaxPool2d) and isinstance(net[2][1], CompiledMaxPool2d)
+    assert torch.equal(net[0](x), torch.nn.functional.max_pool2d(x, 2))  # eager: aten's kernel

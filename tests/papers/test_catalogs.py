@@ -20,20 +20,29 @@ EXPECTED = {
     # Fig. 5: 6 other λ, 4 other ρ; Fig. 2: FedSAM x 3 α + FedNSAM x 1 with the sharpness hook (distinct runs);
     # T3: 3 pretrained transformers x 9 methods on Tiny-ImageNet.
     "fednsam": (2 * 3 * 9 + 2 * 9 + 2 * 9 + 3 * 2 + 3 * 2 + 6 + 4 + (3 + 1) + 3 * 9) * S3,
-    # T2: (CIFAR-10, CIFAR-100, EMNIST) x 12 methods (Shakespeare not run); T3: 4 splits x 9 at PR 1%;
-    # T4: PR 5%, 10% x 9 (PR 1% is T3's, PR 2% is T2's); T8-T10: 7 + 6 + 6 settings (β=.9, μ=.001, λ=.01 shared).
-    "fedsagd": (3 * 12 + 4 * 9 + 2 * 9 + 7 + 6 + 6) * S5,
+    # T2: (CIFAR-10, CIFAR-100, EMNIST, Shakespeare) x 12 methods; T3: 4 splits x 9 at PR 1%;
+    # T4: PR 5%, 10% x 9 (PR 1% is T3's, PR 2% is T2's); T8-T10: 7 + 6 + 6 settings (β=.9, μ=.001, λ=.01 shared);
+    # Figs. 1-2 and the stability tables: no runs of their own (a hook on T2's runs, paired retraining).
+    "fedsagd": (4 * 12 + 4 * 9 + 2 * 9 + 7 + 6 + 6) * S5,
     # T2: CIFAR-10 8 splits + 5 datasets x 2 splits, x 8 methods; T3: 3 datasets x 3 models x 4 methods;
     # T5: 3 targets x 4 ρ minus Head ρ=2 (= T2's FedSOL); Fig. 4a-c: FedAvg/FedSOL at 3 other sampling ratios,
-    # 2 other epoch counts, 2 other lrs; Figs. 6, 7: FedAvg/FedSOL with analysis hooks (distinct runs).
-    "fedsol": (8 * 8 + 5 * 2 * 8 + 3 * 3 * 4 + 3 * 4 - 1 + (3 + 2 + 2) * 2 + 2 + 2) * S3,
+    # 2 other epoch counts, 2 other lrs; Figs. 6, 7: FedAvg/FedSOL with analysis hooks (distinct runs);
+    # T1: KL Base + 2 projections (None/L2 Base = T2's FedAvg/FedProx); T4: FedDyn, MOON Base + 5 Combined
+    # x 3 datasets (FedProx/FedNova/SCAFFOLD Base = T2's); T10: A2, A3, A4, A6 (A0/A1 = T2's, A5 = T1's KL Base);
+    # T9: FedAvg, PerFedAvg, FedBABU, kNN-Per, FedSOL-FT x 3 datasets with the personalize hook (distinct runs)
+    # + Local-only x 3 datasets; Fig. 3: FedSOL at 4 ρ with the proximal_loss/sol_cosine hooks; Fig. 5a: fixed Λ
+    # at 4 ρ (adaptive = T5's Head runs); Fig. 5b: FedSOL ρ=1 full with the lambda_layers hook.
+    "fedsol": (8 * 8 + 5 * 2 * 8 + 3 * 3 * 4 + 3 * 4 - 1 + (3 + 2 + 2) * 2 + 2 + 2 + 3 + 7 * 3 + 4
+               + 5 * 3 + 3 + 4 + 4 + 1) * S3,
     # T2: 3 blocks x 2 datasets x 4 compressors x 9 methods; T3: 4 x 9; T4: K=20 FedAvg/FedLESAM and K=5 FedSynSAM
-    # on 2 blocks x 4 compressors; T1: 6 FedAvg settings; Fig. 5: 3 methods x 5 ρ.
-    "fedsynsam": (3 * 2 * 4 * 9 + 4 * 9 + 2 * 4 * 2 + 2 * 4 + 6 + 3 * 5) * S3,
-    # T1: 17 methods (FedRCL not implemented) x 8 splits x 2 federations; T2: 14 x 4 x 2;
-    # T11: 2 ablation variants x 2 datasets; Fig. 7: E = 1, 2, 10 (E=5 is T1's); Fig. 6: 9 parameter values
-    # + 3 lr decays off the defaults; Fig. 8: 5 methods with the divergence hook.
-    "fedtoga": (17 * 8 * 2 + 14 * 4 * 2 + 2 * 2 + 3 + 9 + 3 + 5) * S3,
+    # on 2 blocks x 4 compressors; T1: 6 FedAvg settings; Fig. 5: 3 methods x 5 ρ; T5-T7: 3 IPC + 3 R + 8 (η_x, η_α)
+    # FedSynSAM settings off the default; Fig. 2: FedLESAM, FedSynSAM x 2 partitions with the cosine hook.
+    "fedsynsam": (3 * 2 * 4 * 9 + 4 * 9 + 2 * 4 * 2 + 2 * 4 + 6 + 3 * 5 + 3 + 3 + 8 + 2 * 2) * S3,
+    # T1: 18 methods (with FedRCL) x 8 splits x 2 federations; T2: 14 x 4 x 2 (CIFAR-10); T8: the same 14 x 4 x 2
+    # on CIFAR-100 (its CIFAR-10 half is T2's); T11: 2 ablation variants x 2 datasets; Fig. 7: E = 1, 2, 10 (E=5 is
+    # T1's); Fig. 6: 9 parameter values + 3 lr decays off the defaults; Fig. 8: 5 methods with the divergence hook;
+    # Fig. 5: FedSpeed+NP, FedSMOO+NP x 2 datasets (the plain ones are T1's); Fig. 1: FedAvg IID (Dir runs are T1's).
+    "fedtoga": (18 * 8 * 2 + 14 * 4 * 2 + 14 * 4 * 2 + 2 * 2 + 3 + 9 + 3 + 5 + 2 * 2 + 1) * S3,
 }
 
 

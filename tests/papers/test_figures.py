@@ -28,3 +28,12 @@ def test_curves_by_cumulative_uplink_and_sweep(tmp_path):
     render_sweep({"title": "", "caption": "", "metric": "acc", "xlabel": "ρ", "xscale": "log",
                   "series": [{"label": "FedSAM", "points": [{"x": 0.1, "entries": runs[2:]}, {"x": 1.0, "entries": runs[:2]}]}]}, out)
     assert out[0].stat().st_size > 0
+
+
+def test_curves_with_nothing_logged_still_render(tmp_path):
+    """A metric no run logged gives panels that say so, not a crash (no legend entries at all)."""
+    runs = [_run(tmp_path, "r0", "FedAvg", 0, [0.1, 0.2])]
+    out = [tmp_path / "e.pdf"]
+    render_curves({"title": "t", "caption": "P Fig. 3", "y": "sol_cosine", "x": "round", "line_by": "algorithm",
+                   "panels": [{"title": "a", "entries": runs}]}, out)
+    assert out[0].stat().st_size > 0

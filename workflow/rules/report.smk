@@ -27,3 +27,23 @@ rule figure:
         caption=lambda wc: report_caption(STUDY, "figures", wc.name),
     shell:
         "{PY} -m fedflat figure --manifest {params.manifest:q} --out {output.pdf} {output.png}"
+
+
+# Wall time and memory per training run (the train rule's `benchmark:` records), one table per study.
+from fedflat.report.benchmarks import benchmark_manifest, benchmarks_output, manifest_digest
+
+BENCHMARKS_MD = benchmarks_output(STUDY)
+
+
+rule benchmarks:
+    input:
+        lambda wc: [e["summary"] for e in benchmark_manifest(STUDY)],
+    output:
+        md=report(BENCHMARKS_MD, category="Benchmarks", caption="../report/benchmarks.rst"),
+        csv=BENCHMARKS_MD[: -len(".md")] + ".csv",
+    params:
+        digest=lambda wc: manifest_digest(benchmark_manifest(STUDY)),  # labels or run set changed: rebuild
+    run:
+        from fedflat.report.benchmarks import render_benchmarks
+
+        render_benchmarks(benchmark_manifest(STUDY), output.md, title=f"Training runs of study {STUDY.config.get('study', '')}: wall time and memory")

@@ -13,6 +13,8 @@ rule train:
         out_dir=lambda wc: f"results/runs/{wc.run}",
     log:
         "results/runs/{run}/train.log",
+    benchmark:
+        "results/runs/{run}/benchmark.tsv"  # wall s, max RSS MB, CPU s: rendered by rule benchmarks (report.smk)
     threads: THREADS
     resources:
         gpu=1 if USES_GPU else 0,

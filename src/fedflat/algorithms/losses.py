@@ -121,11 +121,14 @@ class FedSOLPerturbation(Perturbation):
             # random direction of length ρ (fixed variant); the paper's value there is ε = 0
             return torch.zeros_like(w)
         targets = self._targets(model)
-        gp = self.prox_grad(model, w, theta, x, targets)
-        n = gp.norm()
+        return self.scaled(w, theta, self.prox_grad(model, w, theta, x, targets), targets)
+
+    def scaled(self, w, theta, d, targets) -> torch.Tensor:
+        """ε = ρ Λ ⊙ d/‖d‖ for a direction d that is zero outside `targets` (d is overwritten)."""
+        n = d.norm()
         if n.item() == 0.0:
             return torch.zeros_like(w)
-        eps = gp.mul_(self.rho / (n + SOL_EPS))
+        eps = d.mul_(self.rho / (n + SOL_EPS))
         if self.sol_adaptive:
             lam = torch.zeros_like(w)
             for _, s, shape in targets:

@@ -23,6 +23,9 @@ from .global_delta import DELTA_NORM, KEY as DELTA_KEY, init_delta, note_round, 
 PERTURBATIONS: Registry[type[Perturbation]] = Registry("perturbation")
 SAM_EPS = 1e-12
 RHO = Param(0.05, "perturbation radius ρ", low=0.0)
+NP_PREV = "np_prev"  # ctx.scratch key of g̃_{k−1} (per round: scratch is new for every client visit)
+NP_MODE = Param("off", "N-perturbation (FedTOGA Sec. 4.2): off; N: ascend along the previous step's perturbed "
+                "gradient g̃_{k−1} (1 pass/step); fusion: along g_k + g̃_{k−1}", choices=("off", "N", "fusion"))
 
 
 @PERTURBATIONS.register("none")
@@ -54,23 +57,49 @@ class AscentPerturbation(Perturbation):
     def after_ascent(self, ctx: ClientContext, delta) -> None:  # FedSMOO's dual update
         ...
 
+    def neighbour_mode(self) -> str:
+        """FedTOGA's N-perturbation (Sec. 4.2, App. A.3), pluggable into every ascent part:
+        off: d from the fresh g_k (2 passes); N: from the previous step's perturbed gradient
+        g̃_{k−1} instead (1 pass; g̃_{−1} = 0 at the start of each round, so δ_0 comes from the
+        global terms only); fusion: from g_k + g̃_{k−1} (2 passes). The chosen g goes through
+        `direction` as usual (FedSMOO's −μ_i − s, FedTOGA's +κΔ)."""
+        return getattr(self, "np_mode", "off")
+
     def gradient(self, ctx, w, batch, grad_at):
-        loss, g = grad_at(w, batch)
-        if self.rho == 0.0:
-            return loss, g
-        d = self.direction(ctx, w, g.clone(), batch, grad_at)  # clone: g's buffer is reused below
+        mode = self.neighbour_mode()
+        if mode == "off":
+            loss, g = grad_at(w, batch)
+            if self.rho == 0.0:
+                return loss, g
+            g = g.clone()  # g's buffer is reused below
+        else:
+            prev = ctx.scratch.get(NP_PREV)
+            if mode == "N":
+                loss, g = None, torch.zeros_like(w) if prev is None else prev.clone()
+            else:
+                loss, g = grad_at(w, batch)
+                g = g.clone() if prev is None else g.add(prev)
+        d = self.direction(ctx, w, g, batch, grad_at)
         delta = self.ascent(ctx, w, d)
         self.after_ascent(ctx, delta)
-        _, g_pert = grad_at(w + delta, batch)
-        return loss, g_pert
+        loss_p, g_pert = grad_at(w + delta, batch)
+        if mode != "off":
+            ctx.scratch[NP_PREV] = g_pert.clone()
+        return (loss_p if loss is None else loss), g_pert  # N: no pass at w, loss at the perturbed point
 
 
 @PERTURBATIONS.register("sam")
 class SAMPerturbation(AscentPerturbation):
     """SAM (Foret et al.; FedSAM Eq. 3 in FedNSAM's notation): δ = ρ g/‖g‖ from the same
-    mini-batch, g_SAM = ∇F_i(w+δ; ζ). Two forward/backward passes per step."""
+    mini-batch, g_SAM = ∇F_i(w+δ; ζ). Two forward/backward passes per step. np_mode=N/fusion
+    swaps g for FedTOGA's neighbourhood gradient (AscentPerturbation.neighbour_mode; Fig. 5)."""
 
     name = "sam"
+    params = {"rho": RHO, "np_mode": NP_MODE}
+
+    def __init__(self, **hp):
+        super().__init__(**hp)
+        self.grad_evals = 1 if self.np_mode == "N" else 2
 
 
 @PERTURBATIONS.register("asam")
@@ -133,25 +162,11 @@ class TOGAPerturbation(_GlobalDeltaUser, AscentPerturbation):
         super().__init__(**hp)
         self.grad_evals = 1 if self.toga_mode == "N" else 2
 
-    def client_begin(self, ctx):
-        super().client_begin(ctx)
-        ctx.scratch["toga_prev"] = None
+    def neighbour_mode(self):  # N / fusion live in AscentPerturbation.gradient, shared with sam/smoo
+        return "off" if self.toga_mode == "G" else self.toga_mode
 
     def direction(self, ctx, w, g, batch, grad_at):
-        if self.toga_mode == "fusion" and ctx.scratch["toga_prev"] is not None:
-            g = g.add_(ctx.scratch["toga_prev"])
         return g.add_(ctx.down[DELTA_KEY], alpha=self.kappa)
-
-    def gradient(self, ctx, w, batch, grad_at):
-        if self.toga_mode != "N":
-            loss, g = super().gradient(ctx, w, batch, grad_at)
-        else:
-            prev = ctx.scratch["toga_prev"]
-            d = ctx.down[DELTA_KEY] * self.kappa if prev is None else prev.add(ctx.down[DELTA_KEY], alpha=self.kappa)
-            delta = safe_unit(d, SAM_EPS).mul_(self.rho)
-            loss, g = grad_at(w + delta, batch)  # loss reported at the perturbed point (no pass at w)
-        ctx.scratch["toga_prev"] = g.clone()
-        return loss, g
 
 
 @PERTURBATIONS.register("smoo")
@@ -168,7 +183,12 @@ class SMOOPerturbation(AscentPerturbation):
     client_state = ("smoo_mu",)
     params = {"rho": Param(0.1, "SAM radius ρ", low=0.0),
               "smoo_upload": Param("paper", "paper: upload μ_i − ŝ_K (Alg. 2); mu: upload μ_i (FL-Simulator)",
-                                   choices=("paper", "mu"))}
+                                   choices=("paper", "mu")),
+              "np_mode": NP_MODE}
+
+    def __init__(self, **hp):
+        super().__init__(**hp)
+        self.grad_evals = 1 if self.np_mode == "N" else 2
 
     def init_server(self, srv):
         srv.state.setdefault("smoo_s", srv.zeros())

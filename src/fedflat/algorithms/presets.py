@@ -109,4 +109,7 @@ preset("fednsam", "FedNSAM", "momentum_direction", "momentum",
 
 from . import presets_sam  # noqa: E402,F401  (SAM-family and proposed presets)
 from . import presets_baselines  # noqa: E402,F401  (baseline presets)
+from . import presets_fedsol  # noqa: E402,F401  (FedSOL Tables 1, 4, 10 variants)
+from . import fedrcl  # noqa: E402,F401  (FedRCL: relaxed contrastive loss part and preset)
+from . import presets_personal  # noqa: E402,F401  (FedSOL Table 9: PerFedAvg, FedBABU, kNN-Per, Local-only)
 from ..synsam import preset as _synsam  # noqa: E402,F401  (FedSynSAM, DynaFed)

@@ -58,6 +58,12 @@ sam_preset("fedspeed", "FedSpeed", "sam", "feddyn",
 sam_preset("fedsmoo", "FedSMOO", "smoo", "feddyn",
            "Sun et al. 2023; FedTOGA App. A Alg. 2 (dual-corrected perturbation + FedDyn dual)",
            corrections=("feddyn",), defaults={"rho": 0.1, "alpha": 0.1})
+sam_preset("fedspeed_np", "FedSpeed+NP", "sam", "feddyn",
+           "FedSpeed with FedTOGA's N-perturbation module (FedTOGA Sec. 4.2, App. B.7 Fig. 5)",
+           corrections=("feddyn",), defaults={"rho": 0.1, "alpha": 0.1}, fixed={"np_mode": "N"})
+sam_preset("fedsmoo_np", "FedSMOO+NP", "smoo", "feddyn",
+           "FedSMOO with FedTOGA's N-perturbation module (FedTOGA Sec. 4.2, App. B.7 Fig. 5)",
+           corrections=("feddyn",), defaults={"rho": 0.1, "alpha": 0.1}, fixed={"np_mode": "N"})
 sam_preset("fedlesam", "FedLESAM", "stale_direction", "mean",
            "Fan et al. 2024 (stale-model direction); FedTOGA Alg. 3 perturbation on a FedAvg base",
            defaults={"rho": 0.05})

@@ -89,7 +89,11 @@ def cmd_stability(a, p) -> None:
     spec = RunSpec.from_dict(ck["spec"])
     data = load_dataset(spec.dataset, a.data_root, a.download)
     part = Partition.load(a.partition)
-    neigh, swaps = neighbouring_partition(part, data.train_y.numpy(), p["swap_seed"], p["same_label"])
+    from ..fl.batches import sample_clients
+
+    first = sample_clients(spec.seed, 1, spec.num_clients, spec.clients_per_round)  # neighbour: client swaps one of these
+    neigh, swaps = neighbouring_partition(part, data.train_y.numpy(), p["swap_seed"], p["same_label"], p["neighbour"],
+                                          candidates=first)
     out = Path(a.out)
     neigh.save(out.with_name(out.stem + "_partition.npz"))
     with tempfile.TemporaryDirectory() as tmp:

@@ -9,6 +9,8 @@
 
 Config entry keys: experiment (required), title, and for figures `data` (train | test | both),
 `partition`/`dataset`/`model` (filters), `seed` (default: smallest), `algorithms` (labels or presets).
+Landscape figures take `annotate: hessian` (also needs each run's hessian.json; writes λ₁ and λ₁/λ₅
+under every panel title, FedSOL Fig. 8).
 """
 from __future__ import annotations
 
@@ -44,6 +46,8 @@ def _check(study, name, spec, section="figures"):
         raise ConfigError(f"{section}.{name}.experiment: required")
     if spec.get("data", "both") not in ("train", "test", "both"):
         raise ConfigError(f"{section}.{name}.data: {spec['data']!r} not allowed; allowed: both, test, train")
+    if spec.get("annotate", "none") not in ("none", "hessian"):
+        raise ConfigError(f"{section}.{name}.annotate: {spec['annotate']!r} not allowed; allowed: hessian, none")
     if not select(study, spec, all_seeds=section == "tables"):
         raise ConfigError(f"{section}.{name}: no run of experiment {spec['experiment']!r} matches its filters")
 
@@ -59,14 +63,17 @@ class _Landscape:
 
     @classmethod
     def inputs(cls, study, name, spec):
-        return [f"{e['dir']}/{paths.LANDSCAPE[cls.dims]}" for e in select(study, spec)]
+        extra = (paths.HESSIAN,) if spec.get("annotate") == "hessian" else ()  # λ₁ and λ₁/λ₅ (FedSOL Fig. 8)
+        return [f"{e['dir']}/{f}" for e in select(study, spec) for f in (paths.LANDSCAPE[cls.dims], *extra)]
 
     @classmethod
     def manifest(cls, study, name, spec):
         entries = select(study, spec)
         return {"title": spec.get("title", ""), "data": spec.get("data", "both"), "style": cls.style,
                 "panels": [{"file": f"{e['dir']}/{paths.LANDSCAPE[cls.dims]}", "label": _panel_label(e, entries),
-                            "algorithm": e["algorithm"]} for e in entries]}
+                            "algorithm": e["algorithm"],
+                            "hessian": f"{e['dir']}/{paths.HESSIAN}" if spec.get("annotate") == "hessian" else None}
+                           for e in entries]}
 
     @classmethod
     def check(cls, study, name, spec):
@@ -100,6 +107,15 @@ def _rows(data: str) -> list[str]:
     return ["train", "test"] if data == "both" else [data]
 
 
+def eigen_note(hessian_file) -> str:
+    """FedSOL Fig. 8's annotation: λ₁ and λ₁/λ₅ of the global model's Hessian (from hessian.json)."""
+    if not hessian_file:
+        return ""
+    h = json.loads(Path(hessian_file).read_text())
+    ratio = h.get("lambda_ratio_1_5")
+    return f"λ₁={h['lambda_max']:.3g}" + ("" if ratio is None else f", λ₁/λ₅={ratio:.3g}")
+
+
 def landscape_panels(m: dict, outs) -> None:
     from ..report.style import apply_style, plt, save_all
 
@@ -127,7 +143,8 @@ def landscape_panels(m: dict, outs) -> None:
                 ax.clabel(cs, cs.levels[::4], fontsize=6, fmt="%.2g")
                 ax.plot(0, 0, "k+", ms=6)
                 ax.set_aspect("equal")
-            ax.set_title(f"{p['label']} ({split})")
+            note = eigen_note(p.get("hessian"))
+            ax.set_title(f"{p['label']} ({split})" + (f"\n{note}" if note else ""), fontsize=8 if note else None)
             ax.set_xlabel("α (d₁)")
             ax.set_ylabel("β (d₂)")
     if m.get("title"):
@@ -277,4 +294,5 @@ class StabilityTable(_RunTable):
     fname = paths.STABILITY
     quantities = {"distance": "‖θ−θ'‖", "relative": "‖θ−θ'‖/‖θ‖"}
     caption = ("Empirical stability: L2 distance between final global models trained with the same seed on "
-               "datasets differing in one sample per client.")
+               "neighbouring datasets (one sample per client, or one whole client with `neighbour: client`; "
+               "the run's stability.json records which).")

@@ -113,6 +113,22 @@ class PerturbationCosineHook(AnalysisHook):
                 "perturbation_norm": float(np.mean(norms)), "global_grad_norm": float(g.norm())}
 
 
+@register("local_discrepancy")
+class LocalDiscrepancyHook(AnalysisHook):
+    """FedSAGD Fig. 1: max_{i≠j} ‖x^i_{t,k} − x^j_{t,k}‖ vs local step k from a common start point,
+    for the next round's clients (analysis/local_discrepancy.py). Columns local_disc_k1..k{K}."""
+
+    PARAMS = {"every": (50, _int(1)), "min_clients": (2, _int(2))}
+
+    def on_round_end(self, sim, t, rnd, row) -> dict:
+        if not self.due(sim, t):
+            return {}
+        from .local_discrepancy import local_trajectories, max_pairwise, measured_clients
+
+        d = max_pairwise(local_trajectories(sim, t + 1, measured_clients(sim, t + 1, self.min_clients)))
+        return {f"local_disc_k{k}": v for k, v in enumerate(d) if k > 0}
+
+
 @register("divergence")
 class DivergenceHook(AnalysisHook):
     """Weight divergence global-local and across the round's local models (analysis/divergence.py)."""
@@ -176,3 +192,7 @@ class LocalAccuracyHook(AnalysisHook):
         glob = evaluate(sim.fm, sim.srv.theta, sim.srv.buffers, sim.data, "test", self.batch_size, lim)["acc"]
         return {"local_acc_mean": float(np.mean(accs)), "local_acc_std": float(np.std(accs)),
                 "local_acc_min": float(np.min(accs)), "global_acc": glob}
+
+
+# FedSOL Table 9 (personalize) and Figs. 3b, 5b (sol_cosine, lambda_layers); imported last: they subclass AnalysisHook
+from . import personalize as _personalize, fedsol_hooks as _fedsol_hooks  # noqa: E402,F401

@@ -67,6 +67,7 @@ COMMANDS: dict[str, dict[str, tuple[Any, Any]]] = {
     "stability": {
         "swap_seed": (0, _int(0)),
         "same_label": (False, _bool),
+        "neighbour": ("sample", _choice("sample", "client")),  # client: FedSAGD Def. 3.4 (one client replaced)
     },
 }
 

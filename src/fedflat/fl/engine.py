@@ -15,6 +15,7 @@ import torch
 
 from .. import __version__
 from ..algorithms import Algorithm, Part, ClientContext, ClientResult, RoundResult, ServerState, build_algorithm
+from ..algorithms.perturbations import NoPerturbation
 from ..data import ArrayDataset, Partition, load_dataset
 from ..errors import ConfigError
 from ..models import build_model, count_parameters
@@ -23,7 +24,7 @@ from ..util.io import torch_save, write_json
 from .batches import BatchStream, sample_clients, torch_generator
 from .client_store import ClientStateStore
 from .evaluate import evaluate
-from .fast import make_grad_at, resolve_backend
+from .fast import fused_step, make_grad_at, resolve_backend
 from .flat import FlatModel
 from .hooks import COMPRESSORS, ROUND_HOOKS
 from .metrics import MetricsLog, Progress
@@ -132,10 +133,17 @@ class Simulation:
         gen = torch_generator(spec.seed, t, cid, self.device)
         extra = self._extra_loss(ctx) if self._loss_parts else None
         grad_at = make_grad_at(self.backend, fm, extra)
-        w = start.clone()
+        # Plain-gradient parts only ever take the gradient at w itself: let w be the model's flat
+        # parameter buffer, so grad_at finds the point already loaded (no copy per step); w is
+        # cloned off after the loop. Ascent parts evaluate at w + δ, which would overwrite it.
+        in_place = type(algo.perturbation) is NoPerturbation and "gradient" not in vars(algo.perturbation)
+        w = fm.flat.copy_(start) if in_place else start.clone()
         buf = torch.zeros_like(w) if spec.local_momentum > 0 else None
         loss_sum = torch.zeros((), device=self.device)
-        for _ in range(spec.local_steps):
+        fused = fused_step(self)  # backend=compile, FedAvg/FedSAM-type parts: the loop below as one graph
+        if fused is not None:
+            loss_sum = fused.run(w, buf, stream, gen, lr, spec.local_steps)
+        for _ in range(0 if fused is not None else spec.local_steps):
             x, y = self.data.train_batch(stream.next(), gen)
             loss, g = algo.perturbation.gradient(ctx, w, (x, y), grad_at)
             loss_sum += loss
@@ -143,11 +151,13 @@ class Simulation:
                 g = g * (spec.clip_grad_norm / (g.norm() + 1e-6)).clamp(max=1.0)
             for c in algo.corrections:
                 g = c.adjust(ctx, w, g)
-            if spec.weight_decay > 0:
-                g = g + spec.weight_decay * w
+            if spec.weight_decay > 0:  # one op, as torch.optim.SGD does (g + wd*w was two passes and two buffers)
+                g = torch.add(g, w, alpha=spec.weight_decay)
             if buf is not None:
                 g = buf.mul_(spec.local_momentum).add_(g)
             w.sub_(g, alpha=lr)
+        if in_place:
+            w = w.clone()
         up: dict = {}
         for p in algo.parts:
             up.update(p.client_end(ctx, w))
@@ -215,8 +225,12 @@ class Simulation:
     @staticmethod
     def flatness_distance(results: list[ClientResult]) -> float:
         """FedNSAM Def. 1 over the sampled clients: (1/S) Σ ‖Δ_i − mean Δ‖² (notes §4.1)."""
-        d = torch.stack([r.delta for r in results])
-        return float(((d - d.mean(0)) ** 2).sum(1).mean())
+        # running sums instead of a stacked (S x d) copy: a round of ResNet-18 updates stays one vector
+        mean = torch.zeros_like(results[0].delta, dtype=torch.float64)
+        for r in results:
+            mean.add_(r.delta.to(torch.float64))
+        mean.div_(len(results))
+        return float(sum(float(((r.delta.to(torch.float64) - mean) ** 2).sum()) for r in results) / len(results))
 
     # ---------------------------------------------------------------------------------- loop
     def run(self, stop_after: Optional[int] = None) -> dict:

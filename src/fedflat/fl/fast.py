@@ -1,19 +1,23 @@
 """Fast paths for the one call that touches the model: the loss and flat gradient at a point.
 
 `training.backend` picks how `grad_at(point, batch)` is computed; every algorithm part calls it
-unchanged, so a fast path is a drop-in and needs no copy of the training loop:
+unchanged, so a fast path is a drop-in. The one exception is FusedStep, which writes the engine's
+local step once more as a tensor function for the FedAvg/FedSAM case (tested against the loop):
 
   eager    FlatModel.grad_at: load the point into the flat parameter buffer, forward, backward
            into the flat gradient buffer (parameters and gradients are views, so no per-tensor
            copies and the optimizer step is one vector op).
-  compile  torch.compile of torch.func.grad_and_value over functional_call, parameters taken as
-           views of the flat point and the gradient returned as one flat vector: forward,
-           backward, the ReLU/pool/loss kernels and the gradient concatenation become one graph.
-           Evaluation (eval mode under inference_mode) goes through a compiled forward as well.
-           Measured on the 2-core CPU (docs/performance.md): ~1.25-1.4x eager steps/s for LeNet-5
-           and the MLP, ~3x faster LeNet-5 evaluation, after a one-off warm-up per model and shape.
+  compile  FedAvg/FedSAM-type parts (fused_blocker finds nothing): the whole local step is one
+           compiled graph (FusedStep: batch gather and normalisation, gradient(s), clipping,
+           weight decay, momentum, the SGD update). Other parts: torch.compile of
+           torch.func.grad_and_value over functional_call per grad_at call (CompiledGrad),
+           parameters taken as views of the flat point and the gradient returned as one flat
+           vector. Evaluation (eval mode under inference_mode) goes through a compiled forward.
+           Measured on the 2-core CPU (docs/performance.md): MLP 1.74-2.31x and LeNet-5 1.29-1.37x
+           the bare eager steps/s (LeNet-5 is convolution-bound), ~3x faster LeNet-5 evaluation,
+           after a one-off warm-up per model, shape and algorithm.
   auto     compile where it is supported and measured to win (CPU; no BatchNorm buffers, dropout
-           or extra loss terms; no GroupNorm/LayerNorm: ResNet-18-GN ran 0.9x), eager otherwise.
+           or extra loss terms; no GroupNorm/LayerNorm: ResNet-18-GN ran 0.73-0.91x), eager otherwise.
 
 Per-(seed, round, client) randomness is untouched: batches and augmentation are drawn by the
 engine before the gradient call, and models whose forward draws random numbers (dropout) keep
@@ -36,6 +40,64 @@ from .flat import FlatModel
 BACKENDS = ("eager", "compile", "auto")
 
 GradAt = Callable[[torch.Tensor, tuple], tuple[torch.Tensor, torch.Tensor]]
+
+
+class _MaxPool2x2(torch.autograd.Function):
+    """2x2, stride-2 max-pool: aten's forward (values and argmax indices), and a backward that sends
+    each pooled gradient to its argmax with one pointwise `where(position == index)` over the input.
+    Same indices as aten (first maximum of the window on ties), so the same gradient bit for bit;
+    only the kernel differs: inductor's own lowering of the pool backward zero-fills an NCHW buffer,
+    scatters with a scalar loop and transposes to channels-last (30 ms of a 112 ms compiled LeNet-5
+    step); this form lowers to one vectorised pass (docs/performance.md)."""
+
+    @staticmethod
+    def forward(x):
+        return F.max_pool2d_with_indices(x, 2)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(output[1])
+        ctx.in_hw = inputs[0].shape[-2:]
+        ctx.mark_non_differentiable(output[1])
+
+    @staticmethod
+    def backward(ctx, g, _unused):
+        (idx,) = ctx.saved_tensors
+        (h, w), (ho, wo) = ctx.in_hw, g.shape[-2:]
+        lead = g.shape[:-2]
+
+        def up(t):  # nearest-neighbour 2x upsampling as a broadcast view
+            return t[..., :, None, :, None].expand(*lead, ho, 2, wo, 2).reshape(*lead, 2 * ho, 2 * wo)
+
+        pos = torch.arange(2 * ho, device=g.device)[:, None] * w + torch.arange(2 * wo, device=g.device)
+        gin = torch.where(pos == up(idx), up(g), torch.zeros((), dtype=g.dtype, device=g.device))
+        if (2 * ho, 2 * wo) != (h, w):  # odd sizes: the floor-dropped last row/column gets no gradient
+            gin = F.pad(gin, (0, w - 2 * wo, 0, h - 2 * ho))
+        return gin
+
+
+class CompiledMaxPool2d(nn.MaxPool2d):
+    """nn.MaxPool2d(2) that uses _MaxPool2x2 while torch.compile traces it, aten's kernel otherwise."""
+
+    def forward(self, x):
+        if torch.compiler.is_compiling():
+            return _MaxPool2x2.apply(x)[0]
+        return super().forward(x)
+
+
+def use_compiled_pools(module: nn.Module) -> int:
+    """Swap every plain 2x2/stride-2 nn.MaxPool2d in `module` for CompiledMaxPool2d (no parameters,
+    same eager behaviour); returns how many were swapped."""
+    def plain(m):
+        two = lambda v: v in (2, (2, 2))
+        return (type(m) is nn.MaxPool2d and two(m.kernel_size) and (m.stride is None or two(m.stride))
+                and m.padding in (0, (0, 0)) and m.dilation in (1, (1, 1)) and not m.ceil_mode
+                and not m.return_indices)
+
+    swaps = [(parent, name) for parent in module.modules() for name, child in parent.named_children() if plain(child)]
+    for parent, name in swaps:
+        setattr(parent, name, CompiledMaxPool2d(2))
+    return len(swaps)
 
 
 def compile_blocker(fm: FlatModel, has_extra_loss: bool) -> Optional[str]:
@@ -68,6 +130,27 @@ def resolve_backend(name: str, fm: FlatModel, device: torch.device, has_extra_lo
     return "compile" if blocker is None and device.type == "cpu" and not norm else "eager"
 
 
+def make_flat_grad(fm: FlatModel):
+    """(flat point, x, y) -> (loss, flat gradient) as a pure function of tensors (for torch.compile):
+    the parameters are views of the flat point, the gradient comes back as one flat vector."""
+    module, names = fm.module, list(fm.names)
+    shapes = [p.shape for p in fm.params]
+    sizes = [p.numel() for p in fm.params]
+    frozen = {n: p for n, p in module.named_parameters() if not p.requires_grad}
+
+    def loss_fn(params, x, y):
+        return F.cross_entropy(torch.func.functional_call(module, {**params, **frozen}, (x,)), y)
+
+    grad_fn = torch.func.grad_and_value(loss_fn)
+
+    def flat_grad(flat, x, y):
+        params = {n: t.view(s) for n, t, s in zip(names, torch.split(flat, sizes), shapes)}
+        g, loss = grad_fn(params, x, y)
+        return loss, torch.cat([g[n].reshape(-1) for n in names])
+
+    return flat_grad
+
+
 class CompiledGrad:
     """grad_at(point, batch) -> (loss, flat gradient), compiled; same contract as FlatModel.grad_at.
 
@@ -77,20 +160,8 @@ class CompiledGrad:
 
     def __init__(self, fm: FlatModel):
         self.fm = fm
-        module, names = fm.module, list(fm.names)
-        shapes = [p.shape for p in fm.params]
-        sizes = [p.numel() for p in fm.params]
-        frozen = {n: p for n, p in module.named_parameters() if not p.requires_grad}
-
-        def loss_fn(params, x, y):
-            return F.cross_entropy(torch.func.functional_call(module, {**params, **frozen}, (x,)), y)
-
-        grad_fn = torch.func.grad_and_value(loss_fn)
-
-        def flat_grad(flat, x, y):
-            params = {n: t.view(s) for n, t, s in zip(names, torch.split(flat, sizes), shapes)}
-            g, loss = grad_fn(params, x, y)
-            return loss, torch.cat([g[n].reshape(-1) for n in names])
+        use_compiled_pools(fm.module)
+        flat_grad = make_flat_grad(fm)
 
         # dynamic=False: every CompiledGrad shares flat_grad's code object, so a second model or batch
         # shape in one process would otherwise trigger "automatic dynamic" shapes (measured: LeNet-5
@@ -122,12 +193,110 @@ def install_compiled_inference(module: nn.Module) -> None:
     _COMPILED_FORWARD[module] = torch.compile(base.forward.__get__(module), dynamic=False)
 
     def forward(self, *args, **kwargs):
-        fast = _COMPILED_FORWARD.get(self)
-        if fast is not None and not self.training and torch.is_inference_mode_enabled():
-            return fast(*args, **kwargs)
+        # The cheap tests first: a training graph traced through here (CompiledGrad, FusedStep) must
+        # not read _COMPILED_FORWARD, or dynamo guards on its size and a second model built in the
+        # same process recompiles the first one's step (measured: that step then ran 0.5x).
+        if not self.training and torch.is_inference_mode_enabled() and not torch.compiler.is_compiling():
+            fast = _COMPILED_FORWARD.get(self)
+            if fast is not None:
+                return fast(*args, **kwargs)
         return base.forward(self, *args, **kwargs)
 
     module.__class__ = type(base.__name__, (base,), {"forward": forward, "__module__": base.__module__})
+
+
+def fused_blocker(sim) -> Optional[str]:
+    """Why a client's local step cannot run as one compiled graph (FusedStep), or None.
+
+    The fused step reproduces the engine's loop for the plain gradient (FedAvg-type) and the plain
+    SAM ascent with no corrections; any other part, or an analysis hook that wraps the part's
+    `gradient` (an instance attribute), keeps the per-call path (CompiledGrad)."""
+    from ..algorithms.perturbations import NoPerturbation, SAMPerturbation
+
+    pert = sim.algo.perturbation
+    if sim.backend != "compile":
+        return "backend is not compile"
+    if type(pert) not in (NoPerturbation, SAMPerturbation) or "gradient" in vars(pert):
+        return f"perturbation {type(pert).__name__} (or a hook on it) is not fused"
+    if getattr(pert, "np_mode", "off") != "off":
+        return "the N-perturbation option (np_mode) is not fused"
+    if sim.algo.corrections:
+        return "gradient corrections are not fused"
+    return None
+
+
+class FusedStep:
+    """The whole local step as one compiled graph (training.backend: compile, FedAvg/FedSAM-type parts).
+
+    Per step: gather the mini-batch from the uint8 training tensor and normalise it (or take the
+    eagerly augmented batch), loss and flat gradient (twice for SAM: δ = ρ g/(‖g‖+ε), 0 when g = 0,
+    gradient at w + δ, loss reported at w), clipping, weight decay, momentum and the SGD update of
+    the flat iterate, in place. This is the engine's loop (Simulation.local_train) written once more
+    as a pure tensor function, so the per-step Python dispatch of the two dozen small ops (indexing,
+    normalisation, norms, the update) disappears; tests/fl/test_fast_equivalence.py checks it
+    against the eager loop to 1e-5. The learning rate enters as a 0-d tensor, so a decaying
+    schedule does not recompile."""
+
+    def __init__(self, sim):
+        from ..algorithms.perturbations import SAM_EPS, SAMPerturbation
+
+        fm, spec, data = sim.fm, sim.spec, sim.data
+        self.fm, self.data = fm, data
+        use_compiled_pools(fm.module)  # same numbers, a faster pool backward inside the graph
+        pert = sim.algo.perturbation
+        rho = float(pert.rho) if isinstance(pert, SAMPerturbation) and pert.rho != 0.0 else None
+        clip, wd, mom = float(spec.clip_grad_norm), float(spec.weight_decay), float(spec.local_momentum)
+        mean, std = data.mean, data.std
+
+        flat_grad = make_flat_grad(fm)
+
+        def step(w, buf, loss_sum, lr, x, y, idx):
+            if idx is not None:  # ArrayDataset.train_batch without augmentation, inside the graph
+                x, y = x[idx], y[idx]
+                if x.dtype == torch.uint8:
+                    x = x.float().div(255.0)
+                    if mean is not None:
+                        shape = (1, -1) + (1,) * (x.dim() - 2)
+                        x = (x - mean.view(shape)) / std.view(shape)
+            loss, g = flat_grad(w, x, y)
+            if rho is not None:  # AscentPerturbation.gradient with safe_unit
+                n = g.norm()
+                delta = torch.where(n == 0, torch.zeros_like(g), g / (n + SAM_EPS) * rho)
+                _, g = flat_grad(w + delta, x, y)
+            loss_sum.add_(loss)
+            if clip > 0:
+                g = g * (clip / (g.norm() + 1e-6)).clamp(max=1.0)
+            if wd > 0:
+                g = g + wd * w
+            if buf is not None:
+                g = buf.mul_(mom).add_(g)
+            w.sub_(lr * g)
+
+        self._fn = torch.compile(step, fullgraph=True, dynamic=False)  # dynamic=False: see CompiledGrad
+        install_compiled_inference(fm.module)
+
+    def run(self, w: torch.Tensor, buf: Optional[torch.Tensor], stream, gen, lr: float, steps: int) -> torch.Tensor:
+        """`steps` local steps on `w` (and the momentum buffer) in place; returns the summed loss."""
+        data = self.data
+        loss_sum = torch.zeros((), device=w.device, dtype=w.dtype)
+        lr_t = torch.tensor(lr, device=w.device, dtype=w.dtype)
+        for _ in range(steps):
+            idx = stream.next()
+            if data.augment is None:
+                self._fn(w, buf, loss_sum, lr_t, data.train_x, data.train_y, idx)
+            else:  # augmentation draws from the client's generator: eager, as in the plain loop
+                x, y = data.train_batch(idx, gen)
+                self._fn(w, buf, loss_sum, lr_t, x, y, None)
+        return loss_sum
+
+
+def fused_step(sim) -> Optional[FusedStep]:
+    """The simulation's FusedStep when its parts allow one (built once per Simulation), else None."""
+    if fused_blocker(sim) is not None:
+        return None
+    if "_fused_step" not in sim.__dict__:
+        sim.__dict__["_fused_step"] = FusedStep(sim)
+    return sim.__dict__["_fused_step"]
 
 
 def make_grad_at(backend: str, fm: FlatModel, extra_loss=None) -> GradAt:

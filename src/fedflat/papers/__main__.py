@@ -1,5 +1,8 @@
-"""`python -m fedflat.papers [PAPER ...] [--scale S] [--measure]`: every target of the paper catalogs
-with the runs it needs and a compute estimate (Markdown table)."""
+"""`python -m fedflat.papers [PAPER ...] [--scale S] [--measure | --plan]`: every target of the paper
+catalogs with the runs it needs and a compute estimate (Markdown table).
+
+--plan prints, per target, the GPU hours at paper scale (assumed single-GPU throughput) beside the
+CPU hours at reduced scale (model throughput measured on this machine): the README's table."""
 from __future__ import annotations
 
 import argparse
@@ -18,8 +21,12 @@ def main(argv=None) -> int:
     ap.add_argument("papers", nargs="*", default=list(PAPERS))
     ap.add_argument("--scale", default="paper", choices=("paper", "reduced", "tiny"))
     ap.add_argument("--measure", action="store_true", help="time each model on this CPU instead of assumed GPU throughput")
+    ap.add_argument("--plan", action="store_true",
+                    help="GPU h at paper scale (assumed) beside CPU h at reduced scale (measured throughput)")
     ap.add_argument("--config-dir", default="config/papers")
     a = ap.parse_args(argv)
+    if a.plan:
+        return _plan(a.papers, Path(a.config_dir))
     unit = "CPU h (measured here)" if a.measure else "GPU h (assumed throughput)"
     print(f"| paper | target | reproduces | runs | sample-grads (1e9) | {unit} |\n|---|---|---|---|---|---|")
     try:
@@ -28,6 +35,40 @@ def main(argv=None) -> int:
             cfg["scale"] = a.scale
             for r in summarise(load_study(cfg), measure=a.measure):
                 print(f"| {paper} | `{r['target']}` | {r['ref']} | {r['runs']} | {r['sample_grads'] / 1e9:.3g} | {r['hours']:.3g} |")
+    except ConfigError as exc:
+        print(f"fedflat.papers: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _hours(h: float) -> str:
+    return f"{h:,.0f}" if h >= 100 else f"{h:.2g}" if h >= 0.01 else "<0.01"
+
+
+def _plan(papers, config_dir: Path) -> int:
+    from ..errors import ConfigError
+    from ..study import load_config_file, load_study
+    from .compute import summarise
+
+    import torch
+
+    torch.set_num_threads(1)  # core-hours: one thread per job, as Snakemake runs fedflat on CPUs
+    cache: dict[str, float] = {}  # CPU throughput per model, measured once for all papers
+    print("| paper | target | reproduces | runs | GPU h, paper scale (assumed) | CPU core-h, reduced scale (measured throughput) |\n"
+          "|---|---|---|---|---|---|")
+    try:
+        for paper in papers:
+            rows = {}
+            for scale, measure in (("paper", False), ("reduced", True)):
+                cfg = load_config_file(config_dir / f"{paper}.yaml")
+                cfg["scale"] = scale
+                rows[scale] = summarise(load_study(cfg), measure=measure, cache=cache)
+            if [r["target"] for r in rows["paper"]] != [r["target"] for r in rows["reduced"]]:
+                raise ConfigError(f"{paper}: the reduced scale does not have the paper scale's targets")
+            for big, small in zip(rows["paper"], rows["reduced"]):
+                print(f"| {paper} | `{big['target']}` | {big['ref']} | {big['runs']} | {_hours(big['hours'])} | "
+                      f"{_hours(small['hours'])} |",
+                      flush=True)
     except ConfigError as exc:
         print(f"fedflat.papers: error: {exc}", file=sys.stderr)
         return 2

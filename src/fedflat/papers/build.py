@@ -21,22 +21,50 @@ def _chdir(path):
 
 
 def _ensure_run(study, rid: str, data_root: str) -> None:
-    from ..data import load_dataset, make_partition
     from ..fl.engine import train
 
     spec = study.runs[rid]
     if Path(study.run_dir(rid), "summary.json").exists():
         return
-    pid = spec.partition_id()
+    ppath = _ensure_partition(study, spec.partition_id(), data_root)
+    train(spec, study.run_dir(rid), str(ppath), data_root, "cpu", False, progress=False)
+
+
+def _ensure_partition(study, pid: str, data_root: str) -> Path:
+    """The `partition` rule's output, in-process."""
+    from ..data import load_dataset, make_partition
+
     ppath = Path(study.partition_path(pid))
     if not ppath.exists():
         p = study.partitions[pid]
         data = load_dataset(p["dataset"], data_root, False)
-        part = make_partition(data.train_y.numpy(), p["partition"], p["num_clients"], p["seed"], p["variant"],
-                              p["samples_per_client"] or None, data.num_classes)
+        if p["partition"] == "natural":  # clients given by the data (Shakespeare roles), as the partition rule
+            from ..data.natural import natural_partition
+
+            part = natural_partition(data, p["num_clients"], p["seed"])
+        else:
+            part = make_partition(data.train_y.numpy(), p["partition"], p["num_clients"], p["seed"], p["variant"],
+                                  p["samples_per_client"] or None, data.num_classes)
         part.meta["dataset"] = p["dataset"]
         part.save(ppath)
-    train(spec, study.run_dir(rid), str(ppath), data_root, "cpu", False, progress=False)
+    return ppath
+
+
+def _ensure_stability(study, rid: str, data_root: str) -> None:
+    """The `stability` rule's output, in-process (analysis/cli.py cmd_stability)."""
+    import json
+
+    from ..analysis.cli import main as analysis_main
+    from ..analysis.params import from_config
+
+    out = Path(study.run_dir(rid), "stability.json")
+    if out.exists():
+        return
+    ppath = study.partition_path(study.runs[rid].partition_id())
+    params = json.dumps(from_config(study.config, "stability"))
+    if analysis_main(["stability", "--run-dir", str(out.parent), "--partition", str(ppath), "--out", str(out),
+                      "--params", params, "--data-root", data_root]) != 0:
+        raise RuntimeError(f"stability analysis failed for {rid}")
 
 
 def build(study, name: str, workdir, data_root: str = "data", section: str = "tables") -> list[Path]:
@@ -52,6 +80,13 @@ def build(study, name: str, workdir, data_root: str = "data", section: str = "ta
                                 if f.startswith("results/runs/"))
         for rid in run_ids:
             _ensure_run(study, rid, data_root)
+        by_path = {str(study.partition_path(pid)): pid for pid in study.partitions}
+        for f in inputs:
+            if str(f) in by_path:  # figures of partitions themselves (partition_heatmap)
+                _ensure_partition(study, by_path[str(f)], data_root)
+        for f in inputs:
+            if f.startswith("results/runs/") and f.endswith("/stability.json"):
+                _ensure_stability(study, str(Path(f).parent)[len("results/runs/"):], data_root)
         if section == "tables":
             base = Path(study.tables_dir) / name
             TABLE_KINDS.get(study.tables[name]["kind"]).render(table_manifest(study, name), base)

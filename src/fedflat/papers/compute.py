@@ -45,10 +45,15 @@ def measure_cpu(model: str, dataset: str, batch: int = 50, reps: int = 3) -> flo
     import torch
 
     from ..models import build_model
+    from ..models.pretrained import ARCHS, Resized, build_arch
 
     fam = dataset_family(dataset)
     shape = INPUT_SHAPES.get(fam, (3, 32, 32))
-    net = build_model(model, shape, NUM_CLASSES.get(fam, 10))
+    if model in ARCHS:  # timing needs the architecture, not the pretrained weights (often not on disk)
+        net = Resized(build_arch(model, NUM_CLASSES.get(fam, 10)), 224)
+        batch, reps = 4, 1  # ~50 GFLOP per sample at 224 px: a few samples give the rate
+    else:
+        net = build_model(model, shape, NUM_CLASSES.get(fam, 10))
     x = torch.randint(0, 80, (batch,) + shape) if len(shape) == 1 else torch.randn((batch,) + shape)
     y = torch.randint(0, NUM_CLASSES.get(fam, 10), (batch,))
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -60,11 +65,13 @@ def measure_cpu(model: str, dataset: str, batch: int = 50, reps: int = 3) -> flo
     return batch * reps / (time.perf_counter() - t)
 
 
-def summarise(study, measure: bool = False) -> list[dict]:
-    """One row per table/figure: target, runs it needs, sample-gradients and hours."""
+def summarise(study, measure: bool = False, cache: dict[str, float] | None = None) -> list[dict]:
+    """One row per table/figure: target, runs it needs, sample-gradients and hours.
+
+    `cache` (model|dataset family -> measured samples/s) lets several studies share measurements."""
     from ..study import figure_inputs, table_inputs
 
-    cache: dict[str, float] = {}
+    cache = {} if cache is None else cache
     per_run: dict[str, tuple[float, float]] = {}  # run id -> (sample grads, seconds)
     for rid, spec in study.runs.items():
         g = run_sample_grads(spec)

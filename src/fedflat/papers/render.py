@@ -119,18 +119,39 @@ def _suptitle(m: dict, extra: str = "") -> str:
     return "\n".join(parts)
 
 
-def render_curves(m: dict, outs) -> None:
-    from ..report.collect import load_curves
-    from ..report.style import apply_style, color_for, marker_for, plt, save_all
+def panel_grid(n: int):
+    """Up to three panels per row, the unused cells of the last row hidden."""
+    from ..report.style import plt
 
-    apply_style()
-    panels = m["panels"]
-    n = len(panels)
     cols = min(n, 3)
     rows = math.ceil(n / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(3.3 * cols, 2.7 * rows), squeeze=False)
     for ax in axes.flat[n:]:
         ax.set_visible(False)
+    return fig, axes
+
+
+def shared_legend(fig, axes, per_row: int) -> None:
+    """One legend under the panels, each label once (in order of first appearance)."""
+    handles, labels = {}, []
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in handles:
+                handles[lab] = h
+                labels.append(lab)
+    if labels:  # every panel may be empty (nothing logged yet): then there is no legend to draw
+        fig.legend([handles[lab] for lab in labels], labels, loc="lower center", ncol=min(len(labels), per_row),
+                   frameon=False, bbox_to_anchor=(0.5, -0.03 - 0.045 * math.ceil(len(labels) / per_row)))
+
+
+def render_curves(m: dict, outs) -> None:
+    from ..report.collect import load_curves
+    from ..report.style import apply_style, color_for, marker_for, save_all
+
+    apply_style()
+    panels = m["panels"]
+    n = len(panels)
+    fig, axes = panel_grid(n)
     y, x, by = m["y"], m["x"], m.get("line_by", "algorithm")
     scale = 100.0 if y == "test_acc" else 1.0
     seeds = set()
@@ -156,14 +177,7 @@ def render_curves(m: dict, outs) -> None:
         ax.set_xlabel({"round": "communication round", "up_mb": "cumulative uplink (MB)",
                        "wall_time": "wall-clock (s)"}[x])
         ax.set_ylabel("test accuracy (%)" if y == "test_acc" else y.replace("_", " "))
-    handles, labels = {}, []
-    for ax in axes.flat[:n]:
-        for h, l in zip(*ax.get_legend_handles_labels()):
-            if l not in handles:
-                handles[l] = h
-                labels.append(l)
-    fig.legend([handles[l] for l in labels], labels, loc="lower center", ncol=min(len(labels), 5), frameon=False,
-               bbox_to_anchor=(0.5, -0.03 - 0.045 * math.ceil(len(labels) / 5)))
+    shared_legend(fig, axes.flat[:n], 5)
     fig.suptitle(_suptitle(m, f"mean over seeds {sorted(seeds)}; band: min–max"), fontsize=8)
     save_all(fig, outs)
 

@@ -58,6 +58,38 @@ def _model_standin(original: str):
     return build
 
 
+NATURAL_STANDIN_GROUPS = 100  # Shakespeare's 100 roles
+
+
+def _natural_standin(original: str, groups: int = NATURAL_STANDIN_GROUPS):
+    """The digits stand-in of a dataset with natural clients (Shakespeare roles): the same permuted
+    digits, with `groups` label-skewed natural clients (training samples sorted by label, cut into
+    `groups` contiguous runs, so each "role" holds one or two classes), so the `natural` partition
+    works at tiny scale exactly as on the real data."""
+    base = _dataset_standin(original)
+
+    def load(root=None, download: bool = False):
+        import dataclasses
+
+        import numpy as np
+        import torch
+
+        d = base(root, download)
+        order = np.argsort(d.train_y.numpy(), kind="stable")
+        train_groups = np.empty(len(order), np.int64)
+        for g, chunk in enumerate(np.array_split(order, groups)):
+            train_groups[chunk] = g
+        test_groups = np.arange(len(d.test_y)) % groups
+        return dataclasses.replace(d, meta={**d.meta, "train_groups": torch.from_numpy(train_groups),
+                                            "test_groups": torch.from_numpy(test_groups),
+                                            "clients": [f"role{g}" for g in range(groups)], "natural_partition": True})
+
+    return load
+
+
+if standin_name("shakespeare") not in DATASETS:
+    DATASETS.add(standin_name("shakespeare"), _natural_standin("shakespeare"))
+
 for _d in PAPER_DATASETS:
     if standin_name(_d) not in DATASETS:
         DATASETS.add(standin_name(_d), _dataset_standin(_d))

@@ -17,6 +17,15 @@ _PALETTE = {
     "FedSpeed": "#98df8a", "FedSMOO": "#ff9896", "FedLESAM": "#8c564b", "FedLESAM-S": "#a55194",
     "FedLESAM-D": "#e377c2", "FedNSAM": "#d62728", "FedSAGD": "#e6550d", "FedSOL": "#31a354",
     "FedTOGA": "#756bb1", "FedSynSAM": "#e7298a",
+    # further baselines and variants: each its own colour, variants near their base method's hue
+    "FedANAG": "#3f007d", "FedLNAG": "#fdae6b", "MimeLite": "#636363", "FedDC": "#006d2c", "FedRCL": "#b15928",
+    "DynaFed": "#fb9a99", "PerFedAvg": "#1b9e77", "FedBABU": "#d95f02", "kNN-Per": "#7570b3",
+    "Local-only": "#000000", "FedAvg+Nesterov": "#969696", "FedSAM+Nesterov": "#08519c",
+    "FedNSAM-S": "#fc9272", "FedNSAM-D": "#a50f15", "FedNSAM−Nesterov": "#fb6a4a",
+    "FedNSAM−Nesterov (θ+m)": "#67000d", "FedSpeed+NP": "#238b45", "FedSMOO+NP": "#cb181d",
+    "FedSOL (fixed ρ)": "#a1d99b", "FedSOL (general)": "#00441b", "FedSOL-L2": "#74c476",
+    "FedProx-KL": "#543005", "Proj-L2": "#bf812d", "Proj-KL": "#dfc27d", "FedProx+FedSOL": "#c7e9c0",
+    "SCAFFOLD+FedSOL": "#807d00", "FedDyn+FedSOL": "#0e7c86", "MOON+FedSOL": "#c51b7d", "FedNova+FedSOL": "#8c8c3c",
 }
 _MARKERS = "osD^v<>pP*hX"
 

@@ -1,0 +1,109 @@
+"""Local-update discrepancy (FedSAGD Fig. 1, notes 001 §6): from one common start point x_t,
+
+    D_k = max_{i≠j} ‖x^i_{t,k} − x^j_{t,k}‖₂        k = 0 … K   (D_0 = 0)
+
+over a set of clients that each run the round's K local steps exactly as the engine does.
+
+Readings of what the paper leaves open (notes 001 §6, ambiguity 25):
+- which round: the hook measures after round t (every `every` rounds, the first and the last)
+  the local trajectories of round t + 1, from that round's start point (the server's
+  `start_point`, e.g. FedACG's look-ahead) with that round's mini-batches and learning rate;
+  the figure averages D_k over the measured rounds (or shows one round).
+- which clients: the clients sampled for round t + 1 (the ones that really train), padded with
+  seeded other clients up to `min_clients` (≥ 2, so a pair exists at 1-client participation).
+- K: the run's `local_steps`; columns `local_disc_k1 … local_disc_k{K}`.
+Local models are taken before uplink compression (x^i_{t,k} is the client's own iterate).
+
+The measurement runs on copies (algorithm parts, server state, client state are copied, the
+store is read-only, the global RNG is restored), so training is the same with or without it.
+Memory: n_clients × (K+1) parameter vectors while measuring.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+
+import numpy as np
+import torch
+
+from ..algorithms import Part
+from ..fl.batches import sample_clients
+
+
+class _ReadOnlyStore:
+    """A client-state store view that hands out copies and forgets writes."""
+
+    def __init__(self, store):
+        self._store = store
+
+    def get(self, cid: int) -> dict:
+        return {k: v.clone() for k, v in self._store.get(cid).items()}
+
+    def put(self, cid, state, t) -> None:
+        return None
+
+
+def _shadow(sim):
+    sh = copy.copy(sim)
+    sh.algo = copy.deepcopy(sim.algo)
+    sh.srv = replace(sim.srv, theta=sim.srv.theta.clone(), buffers=sim.srv.buffers.clone(),
+                     state={k: v.clone() for k, v in sim.srv.state.items()}, extra=copy.deepcopy(sim.srv.extra))
+    sh.store = _ReadOnlyStore(sim.store)
+    sh._loss_parts = [p for p in sh.algo.parts if type(p).loss_term is not Part.loss_term]
+    sh.send_up = lambda cid, delta, up: (delta, up, 0)  # the client's own model, before compression
+    sh.hooks = []
+    return sh
+
+
+def measured_clients(sim, t: int, min_clients: int = 2) -> list[int]:
+    """Round t's sampled clients, padded with seeded others (the same for every algorithm)."""
+    spec = sim.spec
+    cids = [int(c) for c in sample_clients(spec.seed, t, spec.num_clients, spec.clients_per_round)]
+    if len(cids) < min_clients:
+        rest = [c for c in np.random.default_rng([spec.seed, t, 0x10CA1]).permutation(spec.num_clients).tolist()
+                if c not in cids]
+        cids += rest[: min_clients - len(cids)]
+    return cids
+
+
+def local_trajectories(sim, t: int, cids: list[int]) -> torch.Tensor:
+    """(clients, K+1, P): every client's iterates x_{t,0..K} of round t, without side effects on `sim`."""
+    sh = _shadow(sim)
+    sh.srv.round = t
+    start = sh.algo.server.start_point(sh.srv).clone()
+    down: dict = {}
+    for p in sh.algo.parts:
+        down.update(p.downlink(sh.srv))
+    pert = sh.algo.perturbation
+    orig = pert.gradient
+    current: list[torch.Tensor] = []
+
+    def recording(ctx, w, batch, grad_at):
+        current.append(w.detach().clone())  # the iterate x_{t,k} the k-th step starts from
+        return orig(ctx, w, batch, grad_at)
+
+    pert.gradient = recording
+    trajs = []
+    devices = ([sim.device.index if sim.device.index is not None else torch.cuda.current_device()]
+               if sim.device.type == "cuda" else [])
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(int(np.random.default_rng([sim.spec.seed, t]).integers(0, 2**62)))  # as run_round (dropout)
+        for cid in cids:
+            current.clear()
+            res = sh.local_train(cid, t, start, down, sim.lr_at(t))
+            if len(current) != sim.spec.local_steps:  # a fused local loop would bypass the recorder
+                raise RuntimeError(f"local_discrepancy: recorded {len(current)} of {sim.spec.local_steps} local steps")
+            trajs.append(torch.stack(current + [start + res.delta]))
+    return torch.stack(trajs)
+
+
+def max_pairwise(trajs: torch.Tensor) -> list[float]:
+    """D_k = max_{i≠j} ‖x^i_k − x^j_k‖₂ for every k (NaN with fewer than two clients)."""
+    n, k1 = trajs.shape[0], trajs.shape[1]
+    if n < 2:
+        return [float("nan")] * k1
+    out = []
+    for k in range(k1):
+        x = trajs[:, k].double()
+        out.append(float(torch.cdist(x.unsqueeze(0), x.unsqueeze(0)).max()))
+    return out
