@@ -160,3 +160,62 @@ def test_compiled_max_pool_backward_is_aten_bit_for_bit():
     net = nn.Sequential(nn.MaxPool2d(2), nn.MaxPool2d(3), nn.Sequential(nn.MaxPool2d(2, padding=1), nn.MaxPool2d((2, 2))))
     assert use_compiled_pools(net) == 2 and isinstance(net[0], CompiledMaxPool2d) and isinstance(net[2][1], CompiledMaxPool2d)
     assert torch.equal(net[0](x), torch.nn.functional.max_pool2d(x, 2))  # eager: aten's kernel
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 6, 8), (2, 3, 5, 7), (1, 16, 9, 4)])
+def test_fused_relu_max_pool_is_aten_bit_for_bit(shape):
+    """_ReluMaxPool2x2 (ReLU + 2x2 max-pool in one channels-last pass, used inside compiled graphs)
+    gives aten's relu-then-max-pool values and gradients exactly: ties (first maximum of the window,
+    incl. four-way ties and windows of zeros/negatives, where relu'(0) = 0), odd sizes (last
+    row/column dropped), eagerly and compiled."""
+    from fedflat.fl.fast import _ReluMaxPool2x2
+
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(-2, 3, shape, generator=g).float()  # small integers: many ties, incl. at 0
+    x[0, 0, :2, :2] = 1.0  # a four-way positive tie
+    x[0, 1, :2, :2] = -1.0  # a window with nothing positive
+    ho, wo = shape[2] // 2, shape[3] // 2
+    w = torch.randn(shape[0], shape[1], ho, wo, generator=g)
+
+    def ref(t):
+        return torch.nn.functional.max_pool2d(torch.relu(t), 2)
+
+    def fused(t):
+        return _ReluMaxPool2x2.apply(t)[0]
+
+    a = x.clone().requires_grad_()
+    out_ref = ref(a)
+    (out_ref * w).sum().backward()
+    assert a.grad[0, 0, 0, 0] == w[0, 0, 0, 0] and a.grad[0, 0, :2, :2].count_nonzero() == 1
+    for fn in (fused, torch.compile(fused, fullgraph=True, dynamic=False)):
+        b = x.clone().requires_grad_()
+        out = fn(b)
+        (out * w).sum().backward()
+        assert torch.equal(out, out_ref) and torch.equal(b.grad, a.grad)
+
+
+def test_relu_before_pool_is_fused_only_while_compiling():
+    from fedflat.fl.fast import CompiledMaxPool2d, _ReLUIntoPool, use_compiled_pools
+
+    net = nn.Sequential(nn.Conv2d(2, 4, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(4, 4, 1), nn.MaxPool2d(2))
+    x = torch.randn(3, 2, 11, 11)
+    before = net(x)
+    assert use_compiled_pools(net) == 2
+    assert type(net[1]) is _ReLUIntoPool and net[2].relu and not net[4].relu and isinstance(net[4], CompiledMaxPool2d)
+    assert torch.equal(net(x), before)  # eager: aten's relu and pool kernels
+
+
+def test_compiled_lenet5_gradient_matches_eager():
+    """LeNet-5 (the target-2 model, both relu+pool pairs fused) through the compiled flat gradient."""
+    from fedflat.fl.fast import make_flat_grad, use_compiled_pools
+    from fedflat.models import build_model
+
+    torch.manual_seed(0)
+    fm = FlatModel(build_model("lenet5", (3, 32, 32), 10))
+    x, y = torch.randn(4, 3, 32, 32), torch.randint(0, 10, (4,))
+    loss_e, g_e = fm.grad_at(fm.flat.clone(), x, y)
+    g_e = g_e.clone()
+    assert use_compiled_pools(fm.module) == 2
+    loss_c, g_c = torch.compile(make_flat_grad(fm), fullgraph=True, dynamic=False)(fm.flat.clone(), x, y)
+    torch.testing.assert_close(loss_c, loss_e, rtol=0, atol=1e-6)
+    torch.testing.assert_close(g_c, g_e, rtol=1e-4, atol=1e-6)
