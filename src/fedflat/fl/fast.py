@@ -42,7 +42,17 @@ BACKENDS = ("eager", "compile", "auto")
 GradAt = Callable[[torch.Tensor, tuple], tuple[torch.Tensor, torch.Tensor]]
 
 
-class _MaxPool2x2(torch.autograd.Function):
+class _PoolFunction(torch.autograd.Function):
+    """forward returns (pooled values, what backward needs to route the gradient): saved, not differentiable."""
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(output[1])
+        ctx.in_hw = inputs[0].shape[-2:]
+        ctx.mark_non_differentiable(output[1])
+
+
+class _MaxPool2x2(_PoolFunction):
     """2x2, stride-2 max-pool: aten's forward (values and argmax indices), and a backward that sends
     each pooled gradient to its argmax with one pointwise `where(position == index)` over the input.
     Same indices as aten (first maximum of the window on ties), so the same gradient bit for bit;
@@ -53,12 +63,6 @@ class _MaxPool2x2(torch.autograd.Function):
     @staticmethod
     def forward(x):
         return F.max_pool2d_with_indices(x, 2)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(output[1])
-        ctx.in_hw = inputs[0].shape[-2:]
-        ctx.mark_non_differentiable(output[1])
 
     @staticmethod
     def backward(ctx, g, _unused):
@@ -76,7 +80,7 @@ class _MaxPool2x2(torch.autograd.Function):
         return gin
 
 
-class _ReluMaxPool2x2(torch.autograd.Function):
+class _ReluMaxPool2x2(_PoolFunction):
     """max_pool2d(relu(x), 2) for a ReLU directly followed by a 2x2/stride-2 max-pool, written in
     channels-last order (N, Ho, Wo, C views of the four window positions, channel innermost: the
     layout inductor gives the convolution outputs), with one float "winner" code per pooled element:
@@ -100,12 +104,6 @@ class _ReluMaxPool2x2(torch.autograd.Function):
         code = torch.where(mx > 0, torch.where(a == mx, f(0.0), torch.where(b == mx, f(1.0),
                                                                             torch.where(c == mx, f(2.0), f(3.0)))), f(4.0))
         return torch.relu(mx).permute(0, 3, 1, 2), code
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(output[1])
-        ctx.in_hw = inputs[0].shape[-2:]
-        ctx.mark_non_differentiable(output[1])
 
     @staticmethod
     def backward(ctx, g, _unused):
