@@ -1,5 +1,9 @@
-"""`python -m fedflat.papers [PAPER ...] [--scale S] [--measure | --plan]`: every target of the paper
-catalogs with the runs it needs and a compute estimate (Markdown table).
+"""`python -m fedflat.papers [PAPER ...] [--scale S] [--measure | --plan | --coverage | --settings]`:
+every target of the paper catalogs with the runs it needs and a compute estimate (Markdown table).
+
+--coverage prints the class coverage of every partition the catalogs build (papers/coverage.py);
+--settings prints each paper's settings statement with its sources, then every difference between
+it and the catalog at scale: paper (papers/settings.py; exit 1 if any).
 
 --plan prints, per target, the GPU hours at paper scale (assumed single-GPU throughput) beside the
 CPU hours at reduced scale (model throughput measured on this machine): the README's table."""
@@ -23,8 +27,13 @@ def main(argv=None) -> int:
     ap.add_argument("--measure", action="store_true", help="time each model on this CPU instead of assumed GPU throughput")
     ap.add_argument("--plan", action="store_true",
                     help="GPU h at paper scale (assumed) beside CPU h at reduced scale (measured throughput)")
+    ap.add_argument("--coverage", action="store_true", help="class coverage of every partition (seeds included)")
+    ap.add_argument("--settings", action="store_true", help="the paper's stated settings and our differences")
+    ap.add_argument("--data-root", default="data")
     ap.add_argument("--config-dir", default="config/papers")
     a = ap.parse_args(argv)
+    if a.coverage or a.settings:
+        return _coverage_or_settings(a)
     if a.plan:
         return _plan(a.papers, Path(a.config_dir))
     unit = "CPU h (measured here)" if a.measure else "GPU h (assumed throughput)"
@@ -39,6 +48,31 @@ def main(argv=None) -> int:
         print(f"fedflat.papers: error: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _coverage_or_settings(a) -> int:
+    from ..errors import ConfigError
+    from ..study import load_config_file, load_study
+    from .coverage import coverage, render
+    from .settings import check, render_markdown
+
+    bad = 0
+    try:
+        for paper in a.papers:
+            print(f"## {paper}\n")
+            if a.settings:
+                print(render_markdown(paper, a.config_dir))
+                findings = check(paper, a.config_dir)
+                bad += len(findings)
+                print("\n".join(f"- {f}" for f in findings) or "No difference from the statement.", end="\n\n")
+            if a.coverage:
+                cfg = load_config_file(Path(a.config_dir) / f"{paper}.yaml")
+                cfg["scale"] = a.scale
+                print(render(coverage(load_study(cfg), a.data_root)))
+    except ConfigError as exc:
+        print(f"fedflat.papers: error: {exc}", file=sys.stderr)
+        return 2
+    return 1 if bad else 0
 
 
 def _hours(h: float) -> str:
