@@ -147,7 +147,8 @@ def load_study(config: dict) -> Study:
                 raise ConfigError(f"experiments.{ename}.seeds: seeds must be integers >= 0, got {s!r}")
         entries = []
         for d, m, p, a, s in itertools.product(datasets, models, parts, algos, seeds):
-            spec = RunSpec(d, p, m, a.preset, s, a.params, dict(model_params.get(m) or {}), training,
+            spec = RunSpec(d, p, m, a.preset, s, a.params, dict(model_params.get(m) or {}),
+                           PRESETS.get(a.preset).training_for(training),  # the run's one weight decay
                            analysis=analysis, uplink=uplink)
             rid = spec.run_id()
             study.runs[rid] = spec

@@ -85,6 +85,7 @@ class Simulation:
         self.client_idx = [torch.as_tensor(c, dtype=torch.long, device=self.device) for c in partition.clients]
         self.out = Outputs(Path(out_dir))
         self.algo: Algorithm = build_algorithm(spec.algorithm, spec.hparams)
+        self.algo.preset.check_single_decay(spec.hparams, spec.training)  # before any compute
         seed_everything(spec.seed)
         module = build_model(spec.model, data.input_shape, data.num_classes, **spec.model_kwargs)
         self.fm = FlatModel(module, self.device)
