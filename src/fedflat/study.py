@@ -166,7 +166,8 @@ def load_study(config: dict) -> Study:
         entries = []
         for d, m, p, a, s in itertools.product(datasets, models, parts, algos, seeds):
             spec = RunSpec(d, p, m, a.preset, s, a.params, dict(model_params.get(m) or {}),
-                           a.training or training, analysis=analysis, uplink=uplink)
+                           PRESETS.get(a.preset).training_for(a.training or training),  # the run's one weight decay
+                           analysis=analysis, uplink=uplink)
             rid = spec.run_id()
             study.runs[rid] = spec
             study.partitions[spec.partition_id()] = {

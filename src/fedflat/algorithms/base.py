@@ -137,6 +137,9 @@ class Part:
     client_state: ClassVar[tuple[str, ...]] = ()  # persistent per-client vectors, zero-initialised
     grad_evals: ClassVar[int] = 0  # extra forward/backward passes per local step
     requires: ClassVar[tuple[str, ...]] = ()  # downlink vectors this part needs the server to send
+    # the hyperparameter that IS the run's weight decay (FedSAGD's μ): the engine's
+    # training.weight_decay then resolves to 0 for the run (Preset.training_for), never stacks
+    decay_param: ClassVar[Optional[str]] = None
 
     def __init__(self, **hp):
         for k, spec in self.params.items():

@@ -90,6 +90,7 @@ class Simulation:
         self.acc_key = "test_acc" if val_idx is None else "val_acc"
         self.out = Outputs(Path(out_dir))
         self.algo: Algorithm = build_algorithm(spec.algorithm, spec.hparams)
+        self.algo.preset.check_single_decay(spec.hparams, spec.training)  # before any compute
         seed_everything(spec.seed)
         module = build_model(spec.model, data.input_shape, data.num_classes, **spec.model_kwargs)
         self.fm = FlatModel(module, self.device)
