@@ -59,3 +59,28 @@ def test_bad_values_name_the_key(cfg, path, value, match):
     with pytest.raises(ConfigError, match=match) as e:
         load_study(cfg)
     assert "\n" not in str(e.value)
+
+
+def test_a_methods_own_training_changes_only_its_runs(cfg):
+    """FedSAGD App. A.3 gives each method its own EMNIST lr: an algorithm entry's `training` sets it."""
+    a = load_study(cfg)
+    cfg2 = copy.deepcopy(cfg)
+    cfg2["experiments"]["main"]["algorithms"] = ["fedavg", {"preset": "fedsam", "training": {"lr": 0.001}}, "fednsam"]
+    b = load_study(cfg2)
+    lrs = {s.algorithm: s.training["lr"] for s in b.runs.values()}
+    assert lrs == {"fedavg": 0.05, "fedsam": 0.001, "fednsam": 0.05}
+    changed = set(b.runs) ^ set(a.runs)
+    assert changed and all("/fedsam/" in r for r in changed)  # the other methods keep their run ids
+    assert b.partitions == a.partitions  # every method still trains on the experiment's clients
+
+
+@pytest.mark.parametrize("training,match", [
+    ({"lrr": 0.1}, r"experiments.main.algorithms.fedsam.training: unknown key 'lrr'"),
+    ({"lr": -1.0}, r"experiments.main.algorithms.fedsam.training.lr: must be a number > 0"),
+    ({"num_clients": 4}, r"experiments.main.algorithms.fedsam.training.num_clients: shapes the partition"),
+    (0.1, r"experiments.main.algorithms.fedsam.training: must be a mapping"),
+])
+def test_a_methods_bad_training_names_the_key(cfg, training, match):
+    cfg["experiments"]["main"]["algorithms"] = [{"preset": "fedsam", "training": training}]
+    with pytest.raises(ConfigError, match=match):
+        load_study(cfg)

@@ -32,6 +32,11 @@ class AlgoEntry:
     preset: str
     label: str
     params: dict
+    training: dict = field(default_factory=dict)  # this method's own training values (a paper's per-method lr)
+
+
+# The partition belongs to the experiment: every method of a table trains on the same clients.
+PARTITION_TRAINING_KEYS = ("num_clients", "dirichlet_variant", "samples_per_client")
 
 
 @dataclass
@@ -77,14 +82,21 @@ def _algo_entry(exp_name: str, raw, global_params: dict) -> AlgoEntry:
         raw = {"preset": raw}
     if not isinstance(raw, dict) or "preset" not in raw:
         raise ConfigError(f"{key}: each entry is a preset name or a mapping with 'preset'; got {raw!r}")
-    bad = sorted(set(raw) - {"preset", "params", "label"})
+    bad = sorted(set(raw) - {"preset", "params", "label", "training"})
     if bad:
-        raise ConfigError(f"{key}: unknown key {bad[0]!r}; allowed: label, params, preset")
+        raise ConfigError(f"{key}: unknown key {bad[0]!r}; allowed: label, params, preset, training")
     name = raw["preset"]
     preset = PRESETS.get(name, key=key)
     params = {**(global_params.get(name) or {}), **(raw.get("params") or {})}
     resolved = preset.resolve(params, key="algorithm_params")
-    return AlgoEntry(name, raw.get("label") or preset.label, resolved)
+    training = raw.get("training") or {}
+    if not isinstance(training, dict):
+        raise ConfigError(f"{key}.{name}.training: must be a mapping of training keys")
+    shared = sorted(set(training) & set(PARTITION_TRAINING_KEYS))
+    if shared:
+        raise ConfigError(f"{key}.{name}.training.{shared[0]}: shapes the partition, which every method of the "
+                          f"experiment shares; set it in experiments.{exp_name}.training")
+    return AlgoEntry(name, raw.get("label") or preset.label, resolved, dict(training))
 
 
 def _analysis(base, override, key: str) -> dict:
@@ -146,8 +158,11 @@ def load_study(config: dict) -> Study:
             if isinstance(s, bool) or not isinstance(s, int) or s < 0:
                 raise ConfigError(f"experiments.{ename}.seeds: seeds must be integers >= 0, got {s!r}")
         entries = []
-        for d, m, p, a, s in itertools.product(datasets, models, parts, algos, seeds):
-            spec = RunSpec(d, p, m, a.preset, s, a.params, dict(model_params.get(m) or {}), training,
+        # each method's training: the experiment's, with the method's own values on top
+        methods = [(a, check_training({**training, **a.training}, key=f"experiments.{ename}.algorithms.{a.preset}"
+                                      ".training") if a.training else training) for a in algos]
+        for d, m, p, (a, run_training), s in itertools.product(datasets, models, parts, methods, seeds):
+            spec = RunSpec(d, p, m, a.preset, s, a.params, dict(model_params.get(m) or {}), run_training,
                            analysis=analysis, uplink=uplink)
             rid = spec.run_id()
             study.runs[rid] = spec
