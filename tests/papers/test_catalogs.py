@@ -130,3 +130,16 @@ def test_catalog_passes_the_workflow_schema(paper):
     schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
     errors = list(jsonschema.Draft202012Validator(schema).iter_errors(paper_config(paper, "tiny")))
     assert not errors, errors[0].message
+
+
+def test_a_methods_own_training_scales_like_the_experiments():
+    """An algorithm entry's training (FedSAGD's per-method EMNIST lr) follows the scale's overrides:
+    an absolute override replaces it, a factor multiplies it."""
+    cfg = paper_config("fedsagd", "tiny")
+    cfg["experiments"]["t2_emnist"]["algorithms"] = [{"preset": "fedavg", "training": {"lr": 0.1, "rounds": 100}},
+                                                     "fedprox"]
+    cfg["scales"]["tiny"]["training"] = {**cfg["scales"]["tiny"]["training"], "rounds": "x0.5"}
+    entry = apply_scale(cfg)["experiments"]["t2_emnist"]["algorithms"][0]
+    assert entry["training"] == {"lr": cfg["scales"]["tiny"]["training"]["lr"], "rounds": 50}
+    paper = apply_scale(paper_config("fedsagd", "paper"))["experiments"]["t2_emnist"]["algorithms"]
+    assert paper == paper_config("fedsagd", "paper")["experiments"]["t2_emnist"]["algorithms"]  # untouched

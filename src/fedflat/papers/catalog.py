@@ -51,6 +51,14 @@ def _scale_value(key: str, paper_value: Any, override: Any) -> Any:
     return override
 
 
+def _scaled_entry(entry: Any, overrides: dict) -> Any:
+    """A method's own training values (an algorithm entry's `training`) scale like the experiment's."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("training"), dict):
+        return entry  # load_study names a malformed entry
+    tr = {k: _scale_value(k, v, overrides[k]) if k in overrides else v for k, v in entry["training"].items()}
+    return {**entry, "training": tr}
+
+
 def _check_overrides(ov: Any, key: str) -> dict:
     if ov is None:
         return {}
@@ -117,6 +125,8 @@ def apply_scale(config: dict) -> dict:
             for k, v in src.items():
                 training[k] = _scale_value(k, paper_training.get(k, TRAINING_DEFAULTS.get(k)), v)
         exp["training"] = training
+        overrides = {**(top.get("training") or {}), **(local.get("training") or {})}
+        exp["algorithms"] = [_scaled_entry(a, overrides) for a in exp.get("algorithms") or []]
         edmap = {**dmap, **(local.get("datasets") or {})}
         emmap = {**mmap, **(local.get("models") or {})}
         dmap.update(local.get("datasets") or {})
