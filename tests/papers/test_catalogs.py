@@ -130,3 +130,16 @@ def test_catalog_passes_the_workflow_schema(paper):
     schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
     errors = list(jsonschema.Draft202012Validator(schema).iter_errors(paper_config(paper, "tiny")))
     assert not errors, errors[0].message
+
+
+@pytest.mark.parametrize("paper", PAPERS)
+def test_reduced_reads_real_data_and_tiny_only_standins(paper):
+    """`reduced` trains on the real data sets (MNIST, Fashion-MNIST, Shakespeare included); stand-ins only at `tiny`."""
+    used = {}
+    for scale in ("paper", "reduced", "tiny"):
+        out = apply_scale(paper_config(paper, scale))
+        used[scale] = {d for e in out["experiments"].values() for d in e.get("datasets") or []}
+    assert used["reduced"] == used["paper"] and not any(d.startswith("digits") for d in used["reduced"])
+    assert all(d.startswith("digits_as_") for d in used["tiny"])
+    real = {"fedsol": "mnist-cutout", "fedsynsam": "fmnist", "fedsagd": "shakespeare"}.get(paper)
+    assert real is None or real in used["reduced"]
