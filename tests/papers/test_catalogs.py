@@ -143,3 +143,16 @@ def test_a_methods_own_training_scales_like_the_experiments():
     assert entry["training"] == {"lr": cfg["scales"]["tiny"]["training"]["lr"], "rounds": 50}
     paper = apply_scale(paper_config("fedsagd", "paper"))["experiments"]["t2_emnist"]["algorithms"]
     assert paper == paper_config("fedsagd", "paper")["experiments"]["t2_emnist"]["algorithms"]  # untouched
+
+
+@pytest.mark.parametrize("paper", PAPERS)
+def test_reduced_reads_real_data_and_tiny_only_standins(paper):
+    """`reduced` trains on the real data sets (MNIST, Fashion-MNIST, Shakespeare included); stand-ins only at `tiny`."""
+    used = {}
+    for scale in ("paper", "reduced", "tiny"):
+        out = apply_scale(paper_config(paper, scale))
+        used[scale] = {d for e in out["experiments"].values() for d in e.get("datasets") or []}
+    assert used["reduced"] == used["paper"] and not any(d.startswith("digits") for d in used["reduced"])
+    assert all(d.startswith("digits_as_") for d in used["tiny"])
+    real = {"fedsol": "mnist-cutout", "fedsynsam": "fmnist", "fedsagd": "shakespeare"}.get(paper)
+    assert real is None or real in used["reduced"]
