@@ -18,7 +18,8 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "num_clients": 20,
     "participation": 0.25,  # fraction of clients sampled per round, without replacement
     "rounds": 50,
-    "local_steps": 10,  # K mini-batch steps per round
+    "local_steps": 10,  # K mini-batch steps per round (all clients), unless local_epochs is set
+    "local_epochs": 0,  # E > 0: client i runs E epochs = E·⌈n_i/B⌉ steps, the last batch of an epoch partial
     "batch_size": 32,
     "lr": 0.05,
     "lr_decay": 1.0,  # multiplicative per round: lr_t = lr * lr_decay^(t-1)
@@ -37,6 +38,7 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "holdout": 0.0,  # tuning runs: this fraction of every client's samples is a validation set, evaluated instead of test
 }
 
+_HASHED_WHEN_SET = ("eval_subset", "local_epochs", "holdout")  # keys added later: in the run id only when non-zero
 _POSITIVE_INT = ("num_clients", "rounds", "local_steps", "batch_size", "eval_every", "eval_batch_size")
 _CHOICES = {"aggregation": ("uniform", "samples"), "client_state": ("memory", "disk"),
             "dirichlet_variant": ("rep", "norep", "lda"), "backend": ("eager", "compile", "auto")}
@@ -51,7 +53,7 @@ def check_training(tr: dict[str, Any], key: str = "training") -> dict[str, Any]:
         v = out[k]
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ConfigError(f"{key}.{k}: must be an integer >= 1, got {v!r}")
-    for k in ("checkpoint_every", "samples_per_client", "eval_subset"):
+    for k in ("checkpoint_every", "samples_per_client", "eval_subset", "local_epochs"):
         v = out[k]
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise ConfigError(f"{key}.{k}: must be an integer >= 0, got {v!r}")
@@ -111,10 +113,10 @@ class RunSpec:
         """Hash of everything but the names already in the path."""
         d = self.to_dict()
         payload = {k: d[k] for k in ("hparams", "model_kwargs", "training")}
-        # backend changes speed, not numbers (tested to 1e-5); eval_subset and holdout hashed only when set,
-        # so run ids made before these keys existed stay stable
+        # backend changes speed, not numbers (tested to 1e-5); eval_subset, local_epochs and holdout hashed
+        # only when set, so run ids made before these keys existed stay stable
         payload["training"] = {k: v for k, v in payload["training"].items()
-                               if k != "backend" and not (k in ("eval_subset", "holdout") and not v)}
+                               if k != "backend" and not (k in _HASHED_WHEN_SET and not v)}
         for k in ("analysis", "uplink"):  # omitted when empty so older run ids stay stable
             if d[k]:
                 payload[k] = d[k]

@@ -90,6 +90,7 @@ def test_momentum_mix_step_and_gradient_estimate_from_the_rounds_lr():
     close(p.downlink(srv)["d"], (0.0, 0.0))  # d⁰ = 0
     c = ctx(lr=0.1, K=4, down={"d": T(0.4, -0.8)})
     p.client_begin(c)
+    p.client_begin(ctx(lr=0.1, K=4, down={"d": T(0.4, -0.8)}, cid=1))  # every sampled client starts
     close(p.adjust(c, T(0.0, 0.0), T(1.0, 2.0)), (0.55, -0.1))  # 0.25·g + 0.75·d
     p.server_update(srv, rnd(client(0, (-0.2, 0.4)), client(1, (0.2, 0.8))))
     close(srv.state["d"], (0.0, -1.5))  # −mean Δ/(K·lr) = −[0, 0.6]/0.4
@@ -100,6 +101,7 @@ def test_global_momentum_step_and_server_rule(name, expected):
     p = part(name, beta=0.5)
     c = ctx(lr=0.1, K=4, down={"v": T(0.2, 0.4)})
     p.client_begin(c)
+    p.client_begin(ctx(lr=0.1, K=4, down={"v": T(0.2, 0.4)}, cid=1))
     close(p.adjust(c, T(0.0, 0.0), T(1.0, 2.0)), expected)  # sagd: g + βv; anag: (1+β)g + β²v
     srv = server(v=(0.2, 0.4))
     p.server_update(srv, rnd(client(0, (-0.2, 0.4)), client(1, (0.2, 0.8))))

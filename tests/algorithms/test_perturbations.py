@@ -42,9 +42,9 @@ def g_np(p):
     return A_np @ p - b_np
 
 
-def ctx_for(theta=None, down=None, state=None, lr=0.1, K=3, start=None):
+def ctx_for(theta=None, down=None, state=None, lr=0.1, K=3, start=None, cid=0):
     theta = torch.tensor(w_np) if theta is None else theta
-    return ClientContext(cid=0, round=1, lr=lr, local_steps=K, theta=theta, start=theta if start is None else start,
+    return ClientContext(cid=cid, round=1, lr=lr, local_steps=K, theta=theta, start=theta if start is None else start,
                          down=down or {}, state=state or {}, num_samples=6)
 
 
@@ -237,8 +237,8 @@ def test_global_delta_correction_and_server_estimate():
     srv = ServerState(theta=torch.zeros(N), buffers=torch.zeros(0), num_clients=4)
     corr.init_server(srv)
     np.testing.assert_allclose(srv.state["toga_delta"].numpy(), 0.0)  # Δ^0 = 0
-    ctx = ctx_for(lr=lr, K=K)
-    corr.client_begin(ctx)
+    for cid in (0, 1):  # both clients of the round start (the server notes their K and lr)
+        corr.client_begin(ctx_for(lr=lr, K=K, cid=cid))
     d1, d2 = _rng.normal(size=N), _rng.normal(size=N)
     corr.server_update(srv, _round([{}, {}], [torch.tensor(d1), torch.tensor(d2)]))
     delta = -(d1 + d2) / 2 / (K * lr)  # fedcm scale
@@ -250,7 +250,8 @@ def test_global_delta_correction_and_server_estimate():
     corr = CORRECTIONS.get("global_delta")(beta=beta, delta_norm="step")
     srv2 = ServerState(theta=torch.zeros(N), buffers=torch.zeros(0), num_clients=4)
     corr.init_server(srv2)
-    corr.client_begin(ctx_for(lr=lr, K=K))
+    for cid in (0, 1):
+        corr.client_begin(ctx_for(lr=lr, K=K, cid=cid))
     corr.server_update(srv2, _round([{}, {}], [torch.tensor(d1), torch.tensor(d2)]))
     np.testing.assert_allclose(srv2.state["toga_delta"].numpy(), -(d1 + d2) / 2 / K, atol=TOL)
 

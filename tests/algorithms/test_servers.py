@@ -55,16 +55,17 @@ def test_adam_v0_zero_switch():
     close(st.state["opt_v"], (0.0, 0.0))
 
 
-def _begin(server, cid, steps):
+def _begin(server, cid, steps, momentum=0.0):
     server.client_begin(ClientContext(cid=cid, round=1, lr=0.1, local_steps=steps, theta=T(0, 0), start=T(0, 0),
-                                      down={}, state={}, num_samples=5))
+                                      down={}, state={}, num_samples=5, local_momentum=momentum))
 
 
 @pytest.mark.parametrize("rho,a", [(0.0, (2.0, 4.0)), (0.5, (2.5, 6.125))])
 def test_fednova_normalises_by_local_steps(rho, a):
-    s, st = SERVERS.get("nova")(nova_momentum=rho), srv()
-    _begin(s, 3, 2)
-    _begin(s, 7, 4)
+    # a_i = (τ − ρ(1−ρ^τ)/(1−ρ))/(1−ρ): ρ=0.5, τ=2: (2 − 0.75)/0.5 = 2.5; τ=4: (4 − 0.9375)/0.5 = 6.125
+    s, st = SERVERS.get("nova")(), srv()
+    _begin(s, 3, 2, rho)  # ρ is the clients' local momentum (training.local_momentum), not a server knob
+    _begin(s, 7, 4, rho)
     s.apply(st, rnd((0.2, 0.0), (0.0, 0.8), cids=[3, 7]))
     tau_eff = 0.5 * a[0] + 0.5 * a[1]  # Σ p_i a_i
     close(st.theta, (tau_eff * 0.5 * 0.2 / a[0], tau_eff * 0.5 * 0.8 / a[1]))

@@ -37,23 +37,27 @@ def _problem():
     return data, Partition(clients, hist, {"spec": "manual", "seed": 0})
 
 
-def _sim(tmp_path, model, algorithm, backend, hp=None, augment=False):
+def _sim(tmp_path, model, algorithm, backend, hp=None, augment=False, **tr):
     data, part = _problem()
     if augment:  # random flips drawn from the per-(seed, round, client) generator, eagerly
         data.augment = lambda x, gen: random_hflip(x, gen)
     training = check_training({"num_clients": CLIENTS, "participation": 1.0, "rounds": 1, "local_steps": 3,
                                "batch_size": 4, "lr": 0.2, "weight_decay": 1e-3, "local_momentum": 0.5,
-                               "clip_grad_norm": 1.0, "checkpoint_every": 0, "backend": backend})
+                               "clip_grad_norm": 1.0, "checkpoint_every": 0, "backend": backend, **tr})
     spec = RunSpec("tiny_img", "manual", model, algorithm, 0, PRESETS.get(algorithm).resolve(hp or {}), {}, training)
     return Simulation(spec, data, part, tmp_path / backend, progress=False)
 
 
-@pytest.mark.parametrize("model,algorithm,hp,augment,fused", [
-    ("mlp", "fedavg", {}, False, True), ("mlp", "fedsam", {"rho": 0.5}, False, True),
-    ("cnn_small", "fedsam", {"rho": 0.5}, True, True), ("linear", "fedprox", {"mu": 0.5}, False, False)])
-def test_compile_matches_eager_after_a_round(tmp_path, model, algorithm, hp, augment, fused):
-    eager = _sim(tmp_path, model, algorithm, "eager", hp, augment)
-    fast = _sim(tmp_path, model, algorithm, "compile", hp, augment)
+EPOCHS = {"local_epochs": 1, "batch_size": 3}  # 8 samples per client: batches of 3, 3 and a partial 2
+
+
+@pytest.mark.parametrize("model,algorithm,hp,augment,fused,tr", [
+    ("mlp", "fedavg", {}, False, True, {}), ("mlp", "fedsam", {"rho": 0.5}, False, True, {}),
+    ("cnn_small", "fedsam", {"rho": 0.5}, True, True, {}), ("linear", "fedprox", {"mu": 0.5}, False, False, {}),
+    ("mlp", "fedsam", {"rho": 0.5}, False, True, EPOCHS), ("linear", "fedprox", {"mu": 0.5}, False, False, EPOCHS)])
+def test_compile_matches_eager_after_a_round(tmp_path, model, algorithm, hp, augment, fused, tr):
+    eager = _sim(tmp_path, model, algorithm, "eager", hp, augment, **tr)
+    fast = _sim(tmp_path, model, algorithm, "compile", hp, augment, **tr)
     assert fast.backend == "compile" and eager.backend == "eager"
     assert (fused_blocker(fast) is None) == fused and fused_blocker(eager) is not None
     assert torch.equal(eager.srv.theta, fast.srv.theta)
@@ -138,7 +142,7 @@ def test_fused_step_only_for_plain_parts(tmp_path):
 def test_compiled_max_pool_backward_is_aten_bit_for_bit():
     """_MaxPool2x2 (used inside compiled graphs) routes gradients exactly as aten's max-pool,
     including ties (first maximum of the window wins) and odd sizes (last row/column dropped)."""
-    from fedflat.fl.fast import CompiledMaxPool2d, _MaxPool2x2, use_compiled_pools
+    from fedflat.fl.kernels import CompiledMaxPool2d, _MaxPool2x2, use_compiled_pools
 
     g = torch.Generator().manual_seed(0)
     x = torch.randint(-2, 3, (2, 3, 5, 7), generator=g).double()  # small integers: many ties, incl. at 0
@@ -168,7 +172,7 @@ def test_fused_relu_max_pool_is_aten_bit_for_bit(shape):
     gives aten's relu-then-max-pool values and gradients exactly: ties (first maximum of the window,
     incl. four-way ties and windows of zeros/negatives, where relu'(0) = 0), odd sizes (last
     row/column dropped), eagerly and compiled."""
-    from fedflat.fl.fast import _ReluMaxPool2x2
+    from fedflat.fl.kernels import _ReluMaxPool2x2
 
     g = torch.Generator().manual_seed(1)
     x = torch.randint(-2, 3, shape, generator=g).float()  # small integers: many ties, incl. at 0
@@ -195,7 +199,7 @@ def test_fused_relu_max_pool_is_aten_bit_for_bit(shape):
 
 
 def test_relu_before_pool_is_fused_only_while_compiling():
-    from fedflat.fl.fast import CompiledMaxPool2d, _ReLUIntoPool, use_compiled_pools
+    from fedflat.fl.kernels import CompiledMaxPool2d, _ReLUIntoPool, use_compiled_pools
 
     net = nn.Sequential(nn.Conv2d(2, 4, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(4, 4, 1), nn.MaxPool2d(2))
     x = torch.randn(3, 2, 11, 11)
@@ -207,7 +211,8 @@ def test_relu_before_pool_is_fused_only_while_compiling():
 
 def test_compiled_lenet5_gradient_matches_eager():
     """LeNet-5 (the target-2 model, both relu+pool pairs fused) through the compiled flat gradient."""
-    from fedflat.fl.fast import make_flat_grad, use_compiled_pools
+    from fedflat.fl.fast import make_flat_grad
+    from fedflat.fl.kernels import use_compiled_pools
     from fedflat.models import build_model
 
     torch.manual_seed(0)

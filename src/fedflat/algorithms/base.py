@@ -83,6 +83,17 @@ class ServerState:
         return torch.zeros_like(self.theta)
 
 
+def effective_steps(k: int, m: float) -> float:
+    """K_eff = (K − m(1 − m^K)/(1 − m))/(1 − m): with heavy-ball momentum m (buf ← m·buf + g,
+    w ← w − lr·buf, buf⁰ = 0) a constant direction g moves w by lr·K_eff·g after K steps, against
+    lr·K·g for plain SGD. Dividing a displacement by lr·K_eff (not lr·K) therefore gives the mean
+    step direction whatever m is: SCAFFOLD's option II as FedSOL's code does it (`adaptive_divison`),
+    and FedNova's ‖a_i‖₁ (Wang et al. 2020, Sec. 4 with momentum). K_eff = K at m = 0; → K/(1−m)."""
+    if m == 0.0:
+        return float(k)
+    return (k - m * (1.0 - m ** k) / (1.0 - m)) / (1.0 - m)
+
+
 @dataclass
 class ClientContext:
     cid: int
@@ -95,6 +106,12 @@ class ClientContext:
     state: dict[str, Tensor]  # this client's persistent state (mutated in place, saved by the engine)
     num_samples: int
     scratch: dict[str, Any] = field(default_factory=dict)  # per-round temporaries of the parts
+    local_momentum: float = 0.0  # the local heavy-ball coefficient m (training.local_momentum)
+
+    @property
+    def effective_steps(self) -> float:
+        """K_eff of this client's K local steps (see effective_steps); K for plain SGD."""
+        return effective_steps(self.local_steps, self.local_momentum)
 
 
 @dataclass
@@ -107,6 +124,7 @@ class ClientResult:
     train_loss: float
     buffers: Tensor
     up_bytes: int = 0  # bytes this client sent (after compression)
+    steps: int = 0  # local steps K_i it ran
 
 
 @dataclass
@@ -121,6 +139,15 @@ class RoundResult:
         for w, c in zip(self.weights.tolist(), self.clients):
             out.add_(get(c), alpha=w)
         return out
+
+    def mean_normalised_delta(self, divisor: dict[int, float]) -> tuple[Tensor, float]:
+        """(D, k) with D / k = Σ_S p_i Δ_i / divisor_i (divisor by client id: its K_eff·lr, ...).
+        When every divisor is the same k this is (mean Δ, k), so equal-K rounds compute mean Δ / k
+        exactly as before per-client step counts existed."""
+        ks = {divisor[c.cid] for c in self.clients}
+        if len(ks) == 1:
+            return self.mean_delta, ks.pop()
+        return self.mean(lambda c: c.delta / divisor[c.cid]), 1.0
 
     @property
     def mean_delta(self) -> Tensor:

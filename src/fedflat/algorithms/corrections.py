@@ -22,9 +22,17 @@ CORRECTIONS: Registry[type[Correction]] = Registry("correction")
 
 
 def _note_schedule(part, ctx: ClientContext) -> None:
-    """The server sets lr and K, so it knows them; parts that turn a displacement into a
-    gradient-scale estimate (−Δ/(K·lr)) note this round's values when a client starts."""
-    part._lr, part._steps = ctx.lr, ctx.local_steps
+    """The server sets lr, K_i and the local momentum, so it knows them; parts that turn a
+    displacement into a gradient-scale estimate note, when a client starts, the round's lr and that
+    client's divisor K_eff,i·lr (K_eff = K for plain SGD; base.effective_steps)."""
+    part._lr = ctx.lr
+    part.__dict__.setdefault("_divisor", {})[ctx.cid] = ctx.effective_steps * ctx.lr
+
+
+def _mean_step_direction(part, rnd: RoundResult) -> tuple[torch.Tensor, float]:
+    """(D, k) with −D/k = −Σ_S p_i Δ_i/(K_eff,i·lr): the round's mean local step direction
+    (gradient scale), whatever each client's K_i and the local momentum."""
+    return rnd.mean_normalised_delta(part._divisor)
 
 
 def _need(ctx: ClientContext, key: str, who: str) -> torch.Tensor:
@@ -64,9 +72,12 @@ class ProxCorrection(Correction):
 class ScaffoldCorrection(Correction):
     """SCAFFOLD option II (Karimireddy et al. 2020, Alg. 1 lines 10, 12, 17):
         step:       g ← g + c − c_i
-        client end: c_i⁺ = c_i − c + (x − y_K)/(K·lr),  uplink Δc_i = c_i⁺ − c_i
+        client end: c_i⁺ = c_i − c + (x − y_K)/(K_eff·lr),  uplink Δc_i = c_i⁺ − c_i
         server:     c ← c + (1/N) Σ_{i∈S} Δc_i   (= (|S|/N)·mean Δc_i)
-    c starts at 0 and is sent down with θ (downlink 2×, uplink 2×)."""
+    c starts at 0 and is sent down with θ (downlink 2×, uplink 2×). K_eff = K for plain SGD; with
+    local momentum m it is (K − m(1−m^K)/(1−m))/(1−m) (base.effective_steps), so c_i stays the mean
+    local gradient (option II's intent) instead of ~1/(1−m) times it: FedSOL's official SCAFFOLD
+    (`adaptive_divison`, notes 002 §2.7). K is the client's own step count."""
 
     name = "scaffold"
     client_state = ("c_i",)
@@ -82,7 +93,7 @@ class ScaffoldCorrection(Correction):
 
     def client_end(self, ctx, w):
         c_i = ctx.state["c_i"]
-        new = c_i - ctx.down["c"] + (ctx.start - w) / (ctx.local_steps * ctx.lr)
+        new = c_i - ctx.down["c"] + (ctx.start - w) / (ctx.effective_steps * ctx.lr)
         dc = new - c_i
         ctx.state["c_i"] = new
         return {"dc": dc}
@@ -129,7 +140,8 @@ class FedDynCorrection(Correction):
 class MomentumMixCorrection(Correction):
     """FedCM (Xu et al. 2021, Alg. 1 line 8) / MoFedSAM (Qu et al. 2022): g ← α g + (1−α) d with
     d = −mean_S Δ_i /(K·lr) the previous round's average update as a gradient estimate (lr of the
-    round that produced it), d⁰ = 0, sent down as "d" (downlink 2×)."""
+    round that produced it), d⁰ = 0, sent down as "d" (downlink 2×). With per-client K_i or local
+    momentum: d = −Σ_S p_i Δ_i/(K_eff,i·lr), the same mean-direction estimate."""
 
     name = "momentum_mix"
     params = {"cm_alpha": Param(0.1, "weight α of the local gradient", low=0.0, high=1.0, low_open=True)}
@@ -147,7 +159,8 @@ class MomentumMixCorrection(Correction):
         return self.cm_alpha * g + (1.0 - self.cm_alpha) * _need(ctx, "d", "momentum_mix")
 
     def server_update(self, srv, rnd):
-        srv.state["d"] = rnd.mean_delta * (-1.0 / (self._steps * self._lr))
+        d, k = _mean_step_direction(self, rnd)
+        srv.state["d"] = d * (-1.0 / k)
 
 
 # ---------------------------------------------------------------------------- FedSAGD / FedANAG
@@ -156,7 +169,8 @@ BETA = Param(0.9, "momentum coefficient β", low=0.0, high=1.0, high_open=True)
 
 class _GlobalMomentum(Correction):
     """Server momentum v used inside the local step: g ← a·g + b·v, v fixed during the round.
-    Server (FedSAGD Alg. 1 line 15, Lemma D.6): v ← β/(1+β)·v − mean_S Δ_i /((1+β)·lr·K), v⁰ = 0."""
+    Server (FedSAGD Alg. 1 line 15, Lemma D.6): v ← β/(1+β)·v − mean_S Δ_i /((1+β)·lr·K), v⁰ = 0
+    (mean_S Δ_i/K → Σ_S p_i Δ_i/K_eff,i with per-client K_i or local momentum, as `momentum_mix`)."""
 
     coef: tuple  # (a(β), b(β))
     params = {"beta": BETA}
@@ -177,7 +191,8 @@ class _GlobalMomentum(Correction):
     def server_update(self, srv, rnd):
         b = self.beta
         v = srv.state["v"]
-        v.mul_(b / (1.0 + b)).sub_(rnd.mean_delta, alpha=1.0 / ((1.0 + b) * self._lr * self._steps))
+        d, k = _mean_step_direction(self, rnd)
+        v.mul_(b / (1.0 + b)).sub_(d, alpha=1.0 / ((1.0 + b) * k))
 
 
 @CORRECTIONS.register("sagd_momentum")

@@ -103,14 +103,14 @@ class ProxSource:
                               "moon, ntd or kl_prox) in the algorithm")
         return corr, terms
 
-    def loss_grad(self, model, w, x, targets, loss_fn) -> torch.Tensor:
-        """Flat ∇_w loss_fn(logits at w) on `targets`, zero elsewhere."""
+    def loss_grad(self, model, w, x, targets, loss_fn, stats=None) -> torch.Tensor:
+        """Flat ∇_w loss_fn(logits at w) on `targets`, zero elsewhere (`stats`: losses.forward_with)."""
         params = as_params(model, w.detach())
         leaves = {n: params[n].detach().clone().requires_grad_(True) for n, _, _ in targets}
         params.update(leaves)
         out = torch.zeros_like(w)
         with torch.enable_grad():
-            loss = loss_fn(forward_with(model, params, x))
+            loss = loss_fn(forward_with(model, params, x, stats))
             if loss is None or not loss.requires_grad:
                 return out
             grads = torch.autograd.grad(loss, [leaves[n] for n, _, _ in targets], allow_unused=True)
@@ -121,9 +121,10 @@ class ProxSource:
 
     def prox_gradient(self, ctx, model, w, x, y, targets) -> torch.Tensor:
         theta = ctx.theta
+        stats = ctx.scratch.get("running_stats")  # the local model's pass may be the step's first
         if self.sol_prox == "kl":
             zg = logits_at(model, theta, x)
-            return self.loss_grad(model, w, x, targets, lambda z: kl_to_global(z, zg, self.sol_tau))
+            return self.loss_grad(model, w, x, targets, lambda z: kl_to_global(z, zg, self.sol_tau), stats)
         out = torch.zeros_like(w)
         if self.sol_prox == "l2":
             for _, s, _ in targets:
@@ -139,7 +140,7 @@ class ProxSource:
             def total(z):
                 vals = [v for p in terms if (v := type(p).loss_term(p, ctx, z, x, y, model)) is not None]
                 return sum(vals) if vals else None
-            out.add_(self.loss_grad(model, w, x, targets, total))
+            out.add_(self.loss_grad(model, w, x, targets, total, stats))
         return out
 
 

@@ -1,11 +1,14 @@
 """FedTOGA's global update Δ and its dual correction βΔ (FedTOGA Alg. 1 lines 7a, 11, 12).
 
 The server turns the round's mean client displacement into a gradient-scale estimate
-    Δ^{t+1} = −mean_i(θ_{i,K} − θ_{i,0}) / (K · η_l)      (delta_norm=fedcm, notes §10.3 best reading)
+    Δ^{t+1} = −mean_i(θ_{i,K} − θ_{i,0}) / (K_eff · η_l)  (delta_norm=fedcm, notes §10.3 best reading)
     Δ^{t+1} = −mean_i(θ_{i,K} − θ_{i,0}) / K              (delta_norm=step, Alg. 1 literally)
 with Δ^0 = 0, and sends it down with θ (downlink 2×). The G-perturbation (perturbations.toga)
 and the `global_delta` correction both read it; whichever part runs first in a round computes it.
-K and η_l are global settings the server knows; the parts note them when clients start.
+K_i, the local momentum and η_l are settings the server knows; the parts note them when clients
+start. fedcm is a gradient-scale estimate, so it divides by K_eff (= K for plain SGD, base.
+effective_steps with local momentum) and, with per-client K_i, per client: −Σ p_i Δ_i/(K_eff,i·η_l).
+step is Alg. 1's literal per-step displacement: −Σ p_i Δ_i/K_i (no momentum correction).
 """
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from .base import Correction, Param, RoundResult, ServerState
 from .corrections import CORRECTIONS
 
 KEY = "toga_delta"
-DELTA_NORM = Param("fedcm", "scale of Δ: fedcm = /(K·lr) (gradient scale), step = /K (Alg. 1 literal)",
+DELTA_NORM = Param("fedcm", "scale of Δ: fedcm = /(K_eff·lr) (gradient scale), step = /K (Alg. 1 literal)",
                    choices=("fedcm", "step"))
 
 
@@ -22,13 +25,15 @@ def init_delta(srv: ServerState) -> None:
 
 
 def note_round(part, ctx) -> None:
-    part._delta_scale = ctx.local_steps * (ctx.lr if part.delta_norm == "fedcm" else 1.0)
+    div = ctx.effective_steps * ctx.lr if part.delta_norm == "fedcm" else float(ctx.local_steps)
+    part.__dict__.setdefault("_delta_div", {})[ctx.cid] = div
 
 
 def update_delta(part, srv: ServerState, rnd: RoundResult) -> None:
     if srv.extra.get(KEY + "_round") == rnd.round:
         return
-    srv.state[KEY] = rnd.mean_delta.mul(-1.0 / part._delta_scale)
+    d, k = rnd.mean_normalised_delta(part._delta_div)
+    srv.state[KEY] = d.mul(-1.0 / k)
     srv.extra[KEY + "_round"] = rnd.round
 
 

@@ -35,7 +35,12 @@ def as_params(model, flat: torch.Tensor) -> dict[str, torch.Tensor]:
     return {n: flat[s].view(shape) for n, s, shape in layout(model)}
 
 
-def forward_with(model, params: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+def forward_with(model, params: dict[str, torch.Tensor], x: torch.Tensor, stats=None) -> torch.Tensor:
+    """Outputs with `params`; the model's buffers are copied, so its running statistics stay put,
+    unless `stats` (the step's fl.running_stats.StepStats, for a pass of the local model on the
+    local batch) grants this pass the step's one statistics update."""
+    if stats is not None and stats.claim():
+        return functional_call(model, params, (x,))
     bufs = {n: b.clone() for n, b in model.named_buffers()}
     return functional_call(model, {**bufs, **params}, (x,))
 
@@ -75,7 +80,9 @@ class FedSOLPerturbation(Perturbation):
         g     = ∇ L_local(w + ε)  (cross-entropy, plus any loss terms of other parts)
 
     At the first step of a round w = θ, so Λ = 0 and g_p = 0: ε = 0 (notes §8.6). Two passes per
-    step (the KL backward only reaches the perturbed subset).
+    step (the KL backward only reaches the perturbed subset). BatchNorm statistics: the KL pass at w
+    is the step's first and updates them, the pass at w + ε does not (official code: running stats
+    on for the first pass, off for the second; fl/running_stats.py); at ε = 0 the one pass at w does.
     """
 
     name = "fedsol"
@@ -96,8 +103,8 @@ class FedSOLPerturbation(Perturbation):
         in_head = [e for e in layout(model) if e[0].startswith(head)]
         return in_head if self.sol_target == "head" else [e for e in layout(model) if not e[0].startswith(head)]
 
-    def prox_grad(self, model, w, theta, x, targets) -> torch.Tensor:
-        """Flat ∇_w KL(p_θ ‖ p_w) on `targets`, zero elsewhere."""
+    def prox_grad(self, model, w, theta, x, targets, stats=None) -> torch.Tensor:
+        """Flat ∇_w KL(p_θ ‖ p_w) on `targets`, zero elsewhere (`stats`: see forward_with)."""
         params = as_params(model, w.detach())
         leaves = {}
         for n, _, _ in targets:
@@ -106,7 +113,7 @@ class FedSOLPerturbation(Perturbation):
         with torch.no_grad():
             target = F.softmax(forward_with(model, as_params(model, theta), x) / self.sol_tau, dim=1)
         with torch.enable_grad():
-            logp = F.log_softmax(forward_with(model, params, x) / self.sol_tau, dim=1)
+            logp = F.log_softmax(forward_with(model, params, x, stats) / self.sol_tau, dim=1)
             kl = F.kl_div(logp, target, reduction="batchmean")
             grads = torch.autograd.grad(kl, [leaves[n] for n, _, _ in targets], allow_unused=True)
         out = torch.zeros_like(w)
@@ -115,13 +122,13 @@ class FedSOLPerturbation(Perturbation):
                 out[s] = g.reshape(-1)
         return out
 
-    def perturbation(self, model, w, theta, x) -> torch.Tensor:
+    def perturbation(self, model, w, theta, x, stats=None) -> torch.Tensor:
         if self.rho == 0.0 or torch.equal(w, theta):
             # at w = θ the KL gradient is 0 up to round-off, which g_p/‖g_p‖ would blow up to a
             # random direction of length ρ (fixed variant); the paper's value there is ε = 0
             return torch.zeros_like(w)
         targets = self._targets(model)
-        return self.scaled(w, theta, self.prox_grad(model, w, theta, x, targets), targets)
+        return self.scaled(w, theta, self.prox_grad(model, w, theta, x, targets, stats), targets)
 
     def scaled(self, w, theta, d, targets) -> torch.Tensor:
         """ε = ρ Λ ⊙ d/‖d‖ for a direction d that is zero outside `targets` (d is overwritten)."""
@@ -142,7 +149,7 @@ class FedSOLPerturbation(Perturbation):
 
     def gradient(self, ctx, w, batch, grad_at):
         model = model_of(ctx, self.name)
-        eps = self.perturbation(model, w, ctx.theta, batch[0])
+        eps = self.perturbation(model, w, ctx.theta, batch[0], ctx.scratch.get("running_stats"))
         return grad_at(w + eps, batch)
 
 

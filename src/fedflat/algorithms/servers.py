@@ -130,34 +130,26 @@ class YogiServer(_AdaptiveServer):
 
 @SERVERS.register("nova")
 class NovaServer(ServerOpt):
-    """FedNova (Wang et al. 2020, Eq. 6-7): normalised averaging
-        a_i = (τ_i − ρ(1−ρ^τ_i)/(1−ρ))/(1−ρ)   (= τ_i for plain SGD, ρ = local momentum)
-        θ ← θ + η_g · (Σ_S p_i a_i) · Σ_S p_i Δ_i / a_i
-    τ_i = the client's local steps (the server assigns them, so nothing extra is sent). With equal
-    τ_i for all clients (this engine's fixed local_steps) FedNova equals FedAvg."""
+    """FedNova (Wang et al. 2020, Eq. 6-7 and Sec. 4 "momentum"): normalised averaging
+        a_i = ‖a_i‖₁ = (τ_i − ρ(1−ρ^τ_i)/(1−ρ))/(1−ρ)   (= τ_i for plain SGD)
+        θ ← θ + η_g · τ_eff · Σ_S p_i Δ_i / a_i,   τ_eff = Σ_S p_i a_i
+    τ_i = the client's own local steps (E·⌈n_i/B⌉ with training.local_epochs; the server assigns
+    them, so nothing extra is sent) and ρ = training.local_momentum, the clients' heavy-ball
+    coefficient (the paper's a_i is defined by the local solver; FedSOL's code reads it from the
+    client optimizer). With equal τ_i (training.local_steps) FedNova equals FedAvg."""
 
     name = "nova"
-    params = {
-        "server_lr": Param(1.0, "server learning rate η_g", low=0.0, low_open=True),
-        "nova_momentum": Param(0.0, "local momentum ρ the clients use (keep = training.local_momentum)",
-                               low=0.0, high=1.0, high_open=True),
-    }
+    params = {"server_lr": Param(1.0, "server learning rate η_g", low=0.0, low_open=True)}
 
     def __init__(self, **hp):
         super().__init__(**hp)
-        self._tau: dict[int, int] = {}
+        self._a: dict[int, float] = {}
 
     def client_begin(self, ctx):
-        self._tau[ctx.cid] = ctx.local_steps
-
-    def norm(self, tau: int) -> float:
-        r = self.nova_momentum
-        if r == 0.0:
-            return float(tau)
-        return (tau - r * (1.0 - r ** tau) / (1.0 - r)) / (1.0 - r)
+        self._a[ctx.cid] = ctx.effective_steps  # base.effective_steps is FedNova's ‖a_i‖₁
 
     def apply(self, srv: ServerState, rnd: RoundResult) -> None:
-        a = {c.cid: self.norm(self._tau[c.cid]) for c in rnd.clients}
+        a = self._a
         tau_eff = sum(p * a[c.cid] for p, c in zip(rnd.weights.tolist(), rnd.clients))
         srv.theta.add_(rnd.mean(lambda c: c.delta / a[c.cid]), alpha=self.server_lr * tau_eff)
 

@@ -21,8 +21,8 @@ from dataclasses import replace
 
 import torch
 
-from ..algorithms import ClientContext, Part
-from ..fl.batches import BatchStream, torch_generator
+from ..algorithms import Part
+from ..fl.batches import torch_generator
 from .data import index_batches, mean_grad
 
 
@@ -39,8 +39,7 @@ def captured_perturbation(sim, cid: int, t: int, full_batch: bool = False) -> tu
         down.update(p.downlink(srv))
     idx = sim.client_idx[cid]
     state = {k: v.clone() for k, v in sim.store.get(cid).items()}
-    ctx = ClientContext(cid=cid, round=t, lr=sim.lr_at(t), local_steps=spec.local_steps, theta=srv.theta,
-                        start=start, down=down, state=state, num_samples=len(idx))
+    ctx = replace(sim.client_context(cid, t, start, down, sim.lr_at(t), state), theta=srv.theta)
     if srv.buffers.numel():
         fm.set_buffers(srv.buffers)
     for p in algo.parts:
@@ -48,8 +47,7 @@ def captured_perturbation(sim, cid: int, t: int, full_batch: bool = False) -> tu
     if full_batch:
         x, y = sim.data.train_batch(idx)
     else:
-        x, y = sim.data.train_batch(BatchStream(idx, spec.batch_size, spec.seed, t, cid).next(),
-                                    torch_generator(spec.seed, t, cid, sim.device))
+        x, y = sim.data.train_batch(sim.client_stream(cid, t).next(), torch_generator(spec.seed, t, cid, sim.device))
     loss_parts = [p for p in algo.parts if type(p).loss_term is not Part.loss_term]  # as the engine does
 
     def extra(logits, xx, yy):

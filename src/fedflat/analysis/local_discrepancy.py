@@ -11,7 +11,9 @@ Readings of what the paper leaves open (notes 001 §6, ambiguity 25):
   the figure averages D_k over the measured rounds (or shows one round).
 - which clients: the clients sampled for round t + 1 (the ones that really train), padded with
   seeded other clients up to `min_clients` (≥ 2, so a pair exists at 1-client participation).
-- K: the run's `local_steps`; columns `local_disc_k1 … local_disc_k{K}`.
+- K: the run's `local_steps`; columns `local_disc_k1 … local_disc_k{K}`. With training.local_epochs
+  clients of different sizes run different K_i: D_k is defined while all measured clients still
+  step, so the columns stop at the smallest K_i of the round's measured clients.
 Local models are taken before uplink compression (x^i_{t,k} is the client's own iterate).
 
 The measurement runs on copies (algorithm parts, server state, client state are copied, the
@@ -91,10 +93,11 @@ def local_trajectories(sim, t: int, cids: list[int]) -> torch.Tensor:
         for cid in cids:
             current.clear()
             res = sh.local_train(cid, t, start, down, sim.lr_at(t))
-            if len(current) != sim.spec.local_steps:  # a fused local loop would bypass the recorder
-                raise RuntimeError(f"local_discrepancy: recorded {len(current)} of {sim.spec.local_steps} local steps")
+            if len(current) != res.steps:  # a fused local loop would bypass the recorder
+                raise RuntimeError(f"local_discrepancy: recorded {len(current)} of {res.steps} local steps")
             trajs.append(torch.stack(current + [start + res.delta]))
-    return torch.stack(trajs)
+    k1 = min(len(tr) for tr in trajs)  # unequal K_i (local_epochs): the steps every client takes
+    return torch.stack([tr[:k1] for tr in trajs])
 
 
 def max_pairwise(trajs: torch.Tensor) -> list[float]:

@@ -13,8 +13,9 @@ and the DAG need nothing extra):
   final global model on its own training split for e epochs with plain cross-entropy SGD (the
   run's momentum, weight decay, batch size and augmentation; no perturbation, no correction, no
   loss term) at the server's current lr (lr_0·decay^T, the code's scheduler state), then is
-  evaluated on its local test set. One epoch = ⌊n_k/B⌋ mini-batches (one pass, last partial batch
-  dropped, as the engine's batch stream does). The fine-tuning is the engine's own local loop
+  evaluated on its local test set. One epoch = ⌈n_k/B⌉ mini-batches, the last one partial (the
+  engine's training.local_epochs; the FedSOL code's `finetune` iterates its DataLoader
+  ft_epochs times). The fine-tuning is the engine's own local loop
   (Simulation.local_train) with the algorithm swapped for FedAvg: no copy of a training loop.
   e = 0 evaluates the global model itself.
 * kNN-Per (runs whose algorithm carries the knn_* hyperparameters): after fine-tuning, the
@@ -116,15 +117,15 @@ def knn_mix(logits: torch.Tensor, p_knn: torch.Tensor, weight: float, mix: str =
 
 # ----------------------------------------------------------------------------- fine-tuning
 @contextmanager
-def plain_sgd(sim, steps: int):
+def plain_sgd(sim, epochs: int):
     """The simulation's local loop with the algorithm swapped for FedAvg (no perturbation,
-    correction or loss term, no uplink compression) and `steps` local steps; restored after."""
+    correction or loss term, no uplink compression) and `epochs` local epochs; restored after."""
     from ..algorithms import build_algorithm
     from ..fl.hooks import Compressor
 
     saved = (sim.spec, sim.algo, sim._loss_parts, sim.compressor)
     fused = sim.__dict__.pop("_fused_step", None)  # backend=compile caches the run's own fused step
-    sim.spec = replace(sim.spec, training={**sim.spec.training, "local_steps": steps})
+    sim.spec = replace(sim.spec, training={**sim.spec.training, "local_epochs": epochs})
     sim.algo = build_algorithm("fedavg", {})
     sim._loss_parts = []
     sim.compressor = Compressor()
@@ -139,9 +140,7 @@ def plain_sgd(sim, steps: int):
 
 def fine_tune(sim, cid: int, theta: torch.Tensor, epochs: int, lr: float, t: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(weights, buffers) after `epochs` passes of plain SGD over client cid's training split."""
-    n = len(sim.client_idx[cid])
-    steps = epochs * max(1, n // min(sim.spec.batch_size, n))
-    with plain_sgd(sim, steps):
+    with plain_sgd(sim, epochs):
         res = sim.local_train(cid, t, theta, {}, lr)
     return res.end, res.buffers
 

@@ -27,21 +27,31 @@ def torch_generator(seed: int, round: int, cid: int, device="cpu") -> torch.Gene
 
 
 class BatchStream:
-    """Epoch-wise shuffled mini-batches over one client's indices; reshuffles when exhausted."""
+    """Epoch-wise shuffled mini-batches over one client's indices; reshuffles when exhausted.
 
-    def __init__(self, indices: torch.Tensor, batch_size: int, seed: int, round: int, cid: int):
+    drop_last=True (training.local_steps): only full batches; the n mod B samples left at the end
+    of a shuffle wait for the next one. drop_last=False (training.local_epochs): a DataLoader epoch,
+    ⌈n/B⌉ batches whose last one holds the leftovers (`partial` is then True). Both draw the same
+    shuffles, so the first ⌊n/B⌋ batches agree."""
+
+    def __init__(self, indices: torch.Tensor, batch_size: int, seed: int, round: int, cid: int,
+                 drop_last: bool = True):
         self.indices = indices
         self.batch_size = min(batch_size, len(indices))
+        self.drop_last = drop_last
         self.rng = np.random.default_rng([seed, round, cid, _BATCH_TAG])
         self._order = None
         self._pos = 0
+        self.partial = False  # the last batch returned is an epoch's short leftover batch
 
     def next(self) -> torch.Tensor:
         n = len(self.indices)
-        if self._order is None or self._pos + self.batch_size > n:
+        end = self._pos + self.batch_size
+        if self._order is None or (end > n if self.drop_last else self._pos >= n):
             perm = torch.from_numpy(self.rng.permutation(n)).to(self.indices.device)
             self._order = self.indices[perm]
             self._pos = 0
         b = self._order[self._pos : self._pos + self.batch_size]
         self._pos += self.batch_size
+        self.partial = len(b) < self.batch_size
         return b

@@ -28,6 +28,7 @@ from .fast import fused_step, make_grad_at, resolve_backend
 from .flat import FlatModel
 from .hooks import COMPRESSORS, ROUND_HOOKS
 from .metrics import MetricsLog, Progress
+from .running_stats import step_stats
 
 from .hooks import BYTES_PER_FLOAT
 
@@ -125,20 +126,50 @@ class Simulation:
     def lr_at(self, t: int) -> float:
         return self.spec.lr * self.spec.lr_decay ** (t - 1)
 
+    def local_epochs(self) -> int:
+        return int(self.spec.training.get("local_epochs", 0) or 0)
+
+    def client_steps(self, cid: int) -> int:
+        """K_i: training.local_steps, or with local_epochs E the steps of E passes over the client's
+        n_i samples as a DataLoader (drop_last=False) makes them: E·⌈n_i/B⌉, each epoch a new
+        shuffle whose last batch holds the n_i mod B leftover samples (FedSOL's code: `for _ in
+        range(local_epochs): for data, targets in loader`; its FedNova τ_i = E·len(loader))."""
+        e = self.local_epochs()
+        if not e:
+            return self.spec.local_steps
+        return e * math.ceil(len(self.client_idx[cid]) / self.spec.batch_size)
+
+    def client_stream(self, cid: int, t: int) -> BatchStream:
+        """Client cid's mini-batches in round t: epochs with a partial last batch under local_epochs,
+        otherwise full batches only (leftovers wait for the next shuffle, as before local_epochs)."""
+        return BatchStream(self.client_idx[cid], self.spec.batch_size, self.spec.seed, t, cid,
+                           drop_last=not self.local_epochs())
+
+    def client_context(self, cid: int, t: int, start: torch.Tensor, down: dict, lr: float, state: dict) -> ClientContext:
+        return ClientContext(cid=cid, round=t, lr=lr, local_steps=self.client_steps(cid), theta=self.srv.theta,
+                             start=start, down=down, state=state, num_samples=len(self.client_idx[cid]),
+                             local_momentum=self.spec.local_momentum)
+
     def local_train(self, cid: int, t: int, start: torch.Tensor, down: dict, lr: float) -> ClientResult:
         spec, algo, fm = self.spec, self.algo, self.fm
         idx = self.client_idx[cid]
-        ctx = ClientContext(cid=cid, round=t, lr=lr, local_steps=spec.local_steps, theta=self.srv.theta,
-                            start=start, down=down, state=self.store.get(cid), num_samples=len(idx))
+        ctx = self.client_context(cid, t, start, down, lr, self.store.get(cid))
+        steps = ctx.local_steps
         ctx.scratch["model"] = fm.module  # parts with a second loss (FedSOL, MOON, FedNTD) evaluate it
         if self.srv.buffers.numel():
             fm.set_buffers(self.srv.buffers)  # every client starts from the global BN statistics
         for p in algo.parts:
             p.client_begin(ctx)
-        stream = BatchStream(idx, spec.batch_size, spec.seed, t, cid)
+        stream = self.client_stream(cid, t)
         gen = torch_generator(spec.seed, t, cid, self.device)
         extra = self._extra_loss(ctx) if self._loss_parts else None
         grad_at = make_grad_at(self.backend, fm, extra)
+        # an epoch's partial last batch has a shape of its own: the eager gradient, not a recompile
+        partial_grad_at = make_grad_at("eager", fm, extra) if self.backend != "eager" else grad_at
+        stats = step_stats(fm.module)  # BN statistics move once per step (fl/running_stats.py)
+        if stats is not None:
+            ctx.scratch["running_stats"] = stats
+            grad_at, partial_grad_at = stats.wrap(grad_at), stats.wrap(partial_grad_at)
         # Plain-gradient parts only ever take the gradient at w itself: let w be the model's flat
         # parameter buffer, so grad_at finds the point already loaded (no copy per step); w is
         # cloned off after the loop. Ascent parts evaluate at w + δ, which would overwrite it.
@@ -148,10 +179,12 @@ class Simulation:
         loss_sum = torch.zeros((), device=self.device)
         fused = fused_step(self)  # backend=compile, FedAvg/FedSAM-type parts: the loop below as one graph
         if fused is not None:
-            loss_sum = fused.run(w, buf, stream, gen, lr, spec.local_steps)
-        for _ in range(0 if fused is not None else spec.local_steps):
+            loss_sum = fused.run(w, buf, stream, gen, lr, steps)
+        for _ in range(0 if fused is not None else steps):
             x, y = self.data.train_batch(stream.next(), gen)
-            loss, g = algo.perturbation.gradient(ctx, w, (x, y), grad_at)
+            if stats is not None:
+                stats.new_step()
+            loss, g = algo.perturbation.gradient(ctx, w, (x, y), partial_grad_at if stream.partial else grad_at)
             loss_sum += loss
             if spec.clip_grad_norm > 0:  # torch.nn.utils.clip_grad_norm_ semantics on the data gradient
                 g = g * (spec.clip_grad_norm / (g.norm() + 1e-6)).clamp(max=1.0)
@@ -170,7 +203,8 @@ class Simulation:
         self.store.put(cid, ctx.state, t)
         delta, up, sent = self.send_up(cid, w - start, up)
         return ClientResult(cid=cid, delta=delta, end=start + delta, up=up, num_samples=len(idx),
-                            train_loss=(loss_sum / spec.local_steps).item(), buffers=fm.get_buffers(), up_bytes=sent)
+                            train_loss=(loss_sum / steps).item(), buffers=fm.get_buffers(), up_bytes=sent,
+                            steps=steps)
 
     def send_up(self, cid: int, delta: torch.Tensor, up: dict) -> tuple[torch.Tensor, dict, int]:
         """Every uplink vector goes through the compressor; returns what the server receives and the bytes."""
@@ -222,7 +256,7 @@ class Simulation:
             "round": t, "lr": lr, "train_loss": train_loss, "flatness_distance": flat_dist,
             "update_norm": float(rnd.mean_delta.norm()), "clients": len(sampled),
             "down_bytes": down_vecs * n * len(sampled), "up_bytes": sum(r.up_bytes for r in results),
-            "grad_evals": algo.grad_evals_per_step * spec.local_steps * len(sampled),
+            "grad_evals": algo.grad_evals_per_step * sum(r.steps for r in results),
         }
         for h in self.hooks:
             row.update(h.on_round_end(self, t, rnd, row))

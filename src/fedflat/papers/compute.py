@@ -1,7 +1,8 @@
 """What each catalog target needs: runs, sample-gradients, and a compute estimate.
 
-sample-gradients of a run = rounds x clients per round x local steps x batch size x gradient
-evaluations per step (2 for SAM-type perturbations). Time = sample-gradients / throughput, with the
+sample-gradients of a run = rounds x clients per round x local samples x gradient evaluations per
+step (2 for SAM-type perturbations), local samples = local steps x batch size, or with
+training.local_epochs = epochs x the mean client size (an epoch sees each sample once). Time = sample-gradients / throughput, with the
 throughput either measured here (`--measure`: forward+backward of the model on random input on
 this machine) or an assumed single-GPU figure (ASSUMED_GPU_SAMPLES_PER_S, a rough planning number:
 small-batch FL simulation is often overhead-bound, so treat GPU hours as a lower bound).
@@ -17,6 +18,10 @@ INPUT_SHAPES = {"cifar10": (3, 32, 32), "cifar100": (3, 32, 32), "svhn": (3, 32,
                 "mnist": (1, 28, 28), "fmnist": (1, 28, 28), "emnist": (1, 28, 28), "pathmnist": (3, 28, 28),
                 "tissuemnist": (1, 28, 28), "tiny_imagenet": (3, 64, 64), "shakespeare": (80,), "digits": (1, 8, 8)}
 NUM_CLASSES = {"cifar100": 100, "tiny_imagenet": 200, "shakespeare": 80, "pathmnist": 9, "tissuemnist": 8}
+# training-split sizes per dataset family (planning only: the mean client size under local_epochs)
+TRAIN_SIZES = {"cifar10": 50000, "cifar100": 50000, "svhn": 73257, "cinic10": 90000, "mnist": 60000,
+               "fmnist": 60000, "emnist": 124800, "pathmnist": 89996, "tissuemnist": 165466,
+               "tiny_imagenet": 100000, "shakespeare": 200000, "digits": 1437}
 ASSUMED_GPU_SAMPLES_PER_S = {  # one H100-class GPU, fp32, per model (training samples per second)
     "linear": 2e6, "mlp": 1e6, "mlp2": 1e6, "cnn_small": 5e5, "lenet5": 1.5e5, "cnn_fedavg": 1.5e5,
     "cnn_feddyn": 1.5e5, "convnet_synsam": 8e4, "vgg11": 4e4, "resnet10": 3e4, "resnet18": 2e4,
@@ -37,7 +42,12 @@ def run_sample_grads(spec) -> float:
 
     tr = spec.training
     per_step = build_algorithm(spec.algorithm, spec.hparams).grad_evals_per_step
-    return float(tr["rounds"] * spec.clients_per_round * tr["local_steps"] * tr["batch_size"] * per_step)
+    if tr.get("local_epochs"):
+        n = tr["samples_per_client"] or TRAIN_SIZES.get(dataset_family(spec.dataset), 50000) / tr["num_clients"]
+        local = tr["local_epochs"] * n
+    else:
+        local = tr["local_steps"] * tr["batch_size"]
+    return float(tr["rounds"] * spec.clients_per_round * local * per_step)
 
 
 def measure_cpu(model: str, dataset: str, batch: int = 50, reps: int = 3) -> float:

@@ -17,6 +17,7 @@ import math
 
 import torch
 
+from ..algorithms.base import effective_steps
 from ..errors import ConfigError
 from ..fl.hooks import BYTES_PER_FLOAT, RoundHook
 from ..util.io import write_json
@@ -58,7 +59,7 @@ class SyntheticSource:
         self._env = {
             "forward": flat_forward(fm.module, fm.names, fm.slices, [p.shape for p in fm.params]),
             "num_classes": data.num_classes, "input_shape": data.input_shape, "seed": int(sim.spec.seed),
-            "alpha0": sim.spec.lr * (sim.spec.local_steps if self.syn_alpha_init == "k_lr" else 1),
+            "alpha0": sim.spec.lr * (mean_effective_steps(sim) if self.syn_alpha_init == "k_lr" else 1),
             "num_clients": sim.spec.num_clients, "out_dir": sim.out.dir,
         }
         if self.broadcast and not any(isinstance(h, BroadcastBytes) for h in sim.hooks):
@@ -104,6 +105,14 @@ class SyntheticSource:
         })
         if env["out_dir"] is not None:
             write_json(env["out_dir"] / "synsam.json", info)
+
+
+def mean_effective_steps(sim) -> float:
+    """K of α₀ = K·η_l (one synthetic step ≈ one round's move): the clients' mean K_eff,i, i.e. K with
+    training.local_steps and plain SGD; each client's own E·⌈n_i/B⌉ with local_epochs, and the
+    momentum-effective count with local momentum (algorithms.base.effective_steps)."""
+    n = sim.spec.num_clients
+    return sum(effective_steps(sim.client_steps(c), sim.spec.local_momentum) for c in range(n)) / n
 
 
 class BroadcastBytes(RoundHook):
