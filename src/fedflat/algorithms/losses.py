@@ -78,6 +78,8 @@ class FedSOLPerturbation(Perturbation):
     step (the KL backward only reaches the perturbed subset).
     """
 
+    first_step_inert = "FedSOL's perturbation is zero at a round's first step (Λ = 0, g_p = 0)"
+
     name = "fedsol"
     grad_evals = 2
     params = {
