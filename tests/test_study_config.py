@@ -33,6 +33,37 @@ def test_run_ids_depend_on_every_setting(cfg):
     assert changed and all("/fedsam/" in r for r in changed)
 
 
+def test_an_entry_training_override_changes_only_its_own_runs(cfg):
+    """A per-method setting (FedTOGA App. B.2: lr decay 0.9995 for FedSMOO on ResNet-18) applies to that
+    entry's runs; every other run keeps its id."""
+    a = load_study(cfg)
+    cfg2 = copy.deepcopy(cfg)
+    cfg2["experiments"]["main"]["algorithms"] = ["fedavg", {"preset": "fedsam", "training": {"lr_decay": 0.9995}},
+                                                 "fednsam"]
+    b = load_study(cfg2)
+    changed = set(b.runs) - set(a.runs)
+    assert len(changed) == 2 * 2 and all("/fedsam/" in r for r in changed)  # partitions x seeds
+    for rid, spec in b.runs.items():
+        assert spec.training["lr_decay"] == (0.9995 if rid in changed else 1.0)
+        assert spec.training["local_steps"] == 4  # the experiment's other settings still hold
+    assert b.partitions == a.partitions
+
+
+@pytest.mark.parametrize("entry,match", [
+    ({"preset": "fedsam", "training": {"lr_decayy": 0.9}},
+     r"experiments.main.algorithms.fedsam.training: unknown key 'lr_decayy'"),
+    ({"preset": "fedsam", "training": {"lr_decay": -1}}, r"experiments.main.algorithms.fedsam.training.lr_decay: must be"),
+    ({"preset": "fedsam", "training": {"num_clients": 4}},
+     r"algorithms.fedsam.training.num_clients: shapes the experiment's partitions"),
+    ({"preset": "fedsam", "training": 0.9}, r"algorithms.fedsam.training: must be a mapping"),
+    ({"preset": "fedsam", "train": {}}, r"unknown key 'train'; allowed: label, params, preset, training"),
+])
+def test_bad_entry_training_names_the_key(cfg, entry, match):
+    cfg["experiments"]["main"]["algorithms"] = ["fedavg", entry]
+    with pytest.raises(ConfigError, match=match):
+        load_study(cfg)
+
+
 @pytest.mark.parametrize("path,value,match", [
     (("experiments", "main", "algorithms"), ["fedavg", "fedfoo"], r"algorithms: unknown value 'fedfoo'; allowed: .*fedavg"),
     (("experiments", "main", "datasets"), ["cifar1000"], r"datasets: unknown value 'cifar1000'"),

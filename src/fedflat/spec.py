@@ -34,6 +34,7 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "samples_per_client": 0,  # 0: len(train) // num_clients (balanced Dirichlet variants)
     "eval_subset": 0,  # evaluate on the first N test samples; 0: the whole test split
     "backend": "eager",  # eager | compile | auto: how local gradients are computed (fl/fast.py)
+    "holdout": 0.0,  # tuning runs: this fraction of every client's samples is a validation set, evaluated instead of test
 }
 
 _POSITIVE_INT = ("num_clients", "rounds", "local_steps", "batch_size", "eval_every", "eval_batch_size")
@@ -63,6 +64,10 @@ def check_training(tr: dict[str, Any], key: str = "training") -> dict[str, Any]:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or (v <= lo if lo_open else v < lo):
             raise ConfigError(f"{key}.{k}: must be a number {'>' if lo_open else '>='} {lo}, got {v!r}")
         out[k] = float(v)
+    h = out["holdout"]
+    if isinstance(h, bool) or not isinstance(h, (int, float)) or not (0 <= h < 0.5):
+        raise ConfigError(f"{key}.holdout: must be a fraction in [0, 0.5), got {h!r}")
+    out["holdout"] = float(h)
     if out["local_momentum"] >= 1:
         raise ConfigError(f"{key}.local_momentum: must be in [0, 1), got {out['local_momentum']!r}")
     for k, allowed in _CHOICES.items():
@@ -106,10 +111,10 @@ class RunSpec:
         """Hash of everything but the names already in the path."""
         d = self.to_dict()
         payload = {k: d[k] for k in ("hparams", "model_kwargs", "training")}
-        # backend changes speed, not numbers (tested to 1e-5); eval_subset hashed only when set,
+        # backend changes speed, not numbers (tested to 1e-5); eval_subset and holdout hashed only when set,
         # so run ids made before these keys existed stay stable
         payload["training"] = {k: v for k, v in payload["training"].items()
-                               if k != "backend" and not (k == "eval_subset" and not v)}
+                               if k != "backend" and not (k in ("eval_subset", "holdout") and not v)}
         for k in ("analysis", "uplink"):  # omitted when empty so older run ids stay stable
             if d[k]:
                 payload[k] = d[k]

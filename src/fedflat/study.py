@@ -33,6 +33,11 @@ class AlgoEntry:
     preset: str
     label: str
     params: dict
+    training: dict | None = None  # the experiment's training with this entry's overrides (None: none)
+
+
+# An entry may not change what shapes the experiment's partitions (shared by all its algorithms).
+_PARTITION_KEYS = ("num_clients", "dirichlet_variant", "samples_per_client")
 
 
 @dataclass
@@ -72,20 +77,33 @@ def _as_list(exp_name: str, exp: dict, key: str) -> list:
     return v if isinstance(v, list) else [v]
 
 
-def _algo_entry(exp_name: str, raw, global_params: dict) -> AlgoEntry:
+def _algo_entry(exp_name: str, raw, global_params: dict, training: dict) -> AlgoEntry:
+    """One algorithm of an experiment. `training:` overrides the experiment's training for this entry's runs
+    only (a paper's per-method setting, e.g. FedTOGA App. B.2's lr decay 0.9995 for FedSMOO on ResNet-18);
+    `scales:` does not rescale these values."""
     key = f"experiments.{exp_name}.algorithms"
     if isinstance(raw, str):
         raw = {"preset": raw}
     if not isinstance(raw, dict) or "preset" not in raw:
         raise ConfigError(f"{key}: each entry is a preset name or a mapping with 'preset'; got {raw!r}")
-    bad = sorted(set(raw) - {"preset", "params", "label"})
+    bad = sorted(set(raw) - {"preset", "params", "label", "training"})
     if bad:
-        raise ConfigError(f"{key}: unknown key {bad[0]!r}; allowed: label, params, preset")
+        raise ConfigError(f"{key}: unknown key {bad[0]!r}; allowed: label, params, preset, training")
     name = raw["preset"]
     preset = PRESETS.get(name, key=key)
     params = {**(global_params.get(name) or {}), **(raw.get("params") or {})}
     resolved = preset.resolve(params, key="algorithm_params")
-    return AlgoEntry(name, raw.get("label") or preset.label, resolved)
+    own = raw.get("training")
+    if own is None:
+        return AlgoEntry(name, raw.get("label") or preset.label, resolved)
+    tkey = f"{key}.{name}.training"
+    if not isinstance(own, dict):
+        raise ConfigError(f"{tkey}: must be a mapping of training settings")
+    shaping = sorted(set(own) & set(_PARTITION_KEYS))
+    if shaping:
+        raise ConfigError(f"{tkey}.{shaping[0]}: shapes the experiment's partitions; "
+                          f"set it in experiments.{exp_name}.training")
+    return AlgoEntry(name, raw.get("label") or preset.label, resolved, check_training({**training, **own}, key=tkey))
 
 
 def _analysis(base, override, key: str) -> dict:
@@ -149,7 +167,7 @@ def _expand(config: dict, targets: bool = True) -> Study:
             parts = [canonical_partition(p, training["dirichlet_variant"]) for p in _as_list(ename, exp, "partitions")]
         except ConfigError as exc:  # name the config key, not only the value
             raise ConfigError(f"experiments.{ename}.partitions: {exc}") from None
-        algos = [_algo_entry(ename, a, global_algo) for a in _as_list(ename, exp, "algorithms")]
+        algos = [_algo_entry(ename, a, global_algo, training) for a in _as_list(ename, exp, "algorithms")]
         seeds = _as_list(ename, exp, "seeds")
         analysis = _analysis(config.get("analysis"), exp.get("analysis"), f"experiments.{ename}.analysis")
         uplink = dict(exp.get("uplink", config.get("uplink")) or {})
@@ -163,7 +181,8 @@ def _expand(config: dict, targets: bool = True) -> Study:
                 raise ConfigError(f"experiments.{ename}.seeds: seeds must be integers >= 0, got {s!r}")
         entries = []
         for d, m, p, a, s in itertools.product(datasets, models, parts, algos, seeds):
-            spec = RunSpec(d, p, m, a.preset, s, a.params, dict(model_params.get(m) or {}), training,
+            spec = RunSpec(d, p, m, a.preset, s, a.params, dict(model_params.get(m) or {}),
+                           PRESETS.get(a.preset).training_for(a.training or training),  # the run's one weight decay
                            analysis=analysis, uplink=uplink)
             rid = spec.run_id()
             study.runs[rid] = spec

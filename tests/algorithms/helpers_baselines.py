@@ -25,12 +25,13 @@ class Run:
         from fedflat.algorithms import PRESETS
 
         s = {**SETTINGS, **overrides}
-        self.N, self.K, self.wd = s["num_clients"], s["local_steps"], s["weight_decay"]
+        preset = PRESETS.get(algorithm)
+        training = preset.training_for(check_training({"rounds": 3, "batch_size": per_client, "clip_grad_norm": 0.0,
+                                                       "checkpoint_every": 0, **s}))  # as the study does
+        self.N, self.K, self.wd = s["num_clients"], s["local_steps"], training["weight_decay"]
         self.lr0, self.decay = s["lr"], s["lr_decay"]
         data, part, self.x, self.y, self.clients = tiny_problem(self.N, per_client)
-        training = check_training({"rounds": 3, "batch_size": per_client, "clip_grad_norm": 0.0,
-                                   "checkpoint_every": 0, **s})
-        spec = RunSpec("tiny", "manual", "linear", algorithm, 0, PRESETS.get(algorithm).resolve(hparams), {}, training)
+        spec = RunSpec("tiny", "manual", "linear", algorithm, 0, preset.resolve(hparams), {}, training)
         self.sim = Simulation(spec, data, part, tmp_path, progress=False)
         self.S = spec.clients_per_round
         self.theta0 = self.sim.srv.theta.clone().numpy()

@@ -9,7 +9,7 @@ import torch
 from fedflat.algorithms import PRESETS, build_algorithm
 from fedflat.errors import ConfigError
 
-from .helpers_baselines import Run
+from .helpers_baselines import SETTINGS, Run, tiny_problem
 
 BASELINES = ["fedprox", "scaffold", "feddyn", "fedavgm", "fedadam", "fedyogi", "fedcm", "fedacg", "fednova",
              "feddc", "mimelite", "fedlnag", "fedanag", "fedsagd"]
@@ -253,7 +253,8 @@ REDUCTIONS = [
     ("mimelite", {"beta": 0.0}),
     ("fedlnag", {"beta": 0.0}),
     ("fedanag", {"beta": 0.0}),
-    ("fedsagd", {"beta": 0.0, "prox_lam": 0.0, "decay_mu": 0.0}),
+    # μ is FedSAGD's only decay (its engine weight decay resolves to 0): μ = FedAvg's wd gives FedAvg
+    ("fedsagd", {"beta": 0.0, "prox_lam": 0.0, "decay_mu": SETTINGS["weight_decay"]}),
     ("fedavgm", {"lam": 0.0}),
     ("fednova", {}),
 ]
@@ -327,7 +328,7 @@ def test_smoke_learns_on_digits(tmp_path, digits, name):
     data, part = digits
     tr = check_training({"num_clients": 8, "participation": 0.5, "rounds": 3, "local_steps": 10, "batch_size": 32,
                          "lr": 0.1, "eval_every": 3, "checkpoint_every": 0})
-    spec = RunSpec("digits", "dir0.5", "linear", name, 0, PRESETS.get(name).resolve({}), {}, tr)
+    spec = RunSpec("digits", "dir0.5", "linear", name, 0, PRESETS.get(name).resolve({}), {}, PRESETS.get(name).training_for(tr))
     summary = Simulation(spec, data, part, tmp_path, progress=False).run()
     assert summary["status"] == "completed"
     assert summary["final_acc"] > 0.25, summary  # chance is 0.1; FedAvg reaches ~0.75
@@ -351,3 +352,31 @@ def test_resume_from_checkpoint_gives_the_uninterrupted_run(tmp_path, name):
     resumed.sim.run()
     assert resumed.sim.start_round == 2  # it did resume
     np.testing.assert_allclose(resumed.sim.srv.theta.numpy(), whole.sim.srv.theta.numpy(), rtol=0, atol=1e-12)
+
+
+# ------------------------------------------------------------------- one weight decay per run
+def test_a_preset_owning_its_decay_is_resolved_by_the_study_and_refused_stacked_by_the_engine(tmp_path):
+    """Issue 13 (2): FedSAGD's μ is its only weight decay; the engine's never stacks on it."""
+    from fedflat.fl.engine import Simulation
+    from fedflat.spec import RunSpec, check_training
+    from fedflat.study import load_study
+
+    assert PRESETS.get("fedsagd").decay_param == "decay_mu" and PRESETS.get("fedprox").decay_param is None
+    cfg = {"training": {"weight_decay": 5e-4, "num_clients": 4, "rounds": 1},
+           "experiments": {"e": {"datasets": ["digits"], "models": ["linear"], "partitions": ["iid"], "seeds": [0],
+                                 "algorithms": ["fedavg", {"preset": "fedsagd", "params": {"decay_mu": 0.005}}]}}}
+    for training in (cfg["training"], {"num_clients": 4, "rounds": 1}):  # set, or inherited from the defaults
+        study = load_study({**cfg, "training": training})
+        by_algo = {s.algorithm: s for s in study.runs.values()}
+        assert by_algo["fedavg"].training["weight_decay"] == training.get("weight_decay", 1e-3)
+        assert by_algo["fedsagd"].training["weight_decay"] == 0.0 and by_algo["fedsagd"].hparams["decay_mu"] == 0.005
+    # a baseline's training (hence its run id) is untouched
+    tr = check_training({"weight_decay": 5e-4})
+    assert PRESETS.get("fedavg").training_for(tr) is tr
+    # a spec built elsewhere that would decay twice is refused before any compute
+    data, part, *_ = tiny_problem(4)
+    stacked = RunSpec("tiny", "manual", "linear", "fedsagd", 0, PRESETS.get("fedsagd").resolve({}), {},
+                      check_training({"num_clients": 4, "weight_decay": 1e-3}))
+    with pytest.raises(ConfigError, match=r"^training\.weight_decay: 0\.001 would stack on fedsagd's own weight "
+                                          r"decay decay_mu=0\.001"):
+        Simulation(stacked, data, part, tmp_path, progress=False)

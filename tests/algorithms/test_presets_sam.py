@@ -197,18 +197,42 @@ def test_fedlesam_family(tmp_path, name):
           dict(local=local, server=server), tmp=tmp_path, rounds=3)
 
 
-def test_fedlesam_partial_participation_uses_each_clients_own_stale_model(tmp_path):
-    rho, N = 0.4, 4
-    sampled = lambda t: sample_clients(0, t, N, 2)
-
+def stale_local(rho):
     def local(i, w, x, y, th, S, st):
         delta = lesam_delta(st, th, rho)
         st["old"] = th.clone()
         return (sgd(w, lambda w: ce_grad(w + delta, x, y)),)
+    return local
 
-    got = check("fedlesam", {"rho": rho}, dict(local=local, server=mean_server, sampled=sampled), tmp=tmp_path,
-                rounds=4, num_clients=N, participation=0.5)
+
+def test_fedlesam_partial_participation_uses_each_clients_own_stale_model(tmp_path):
+    rho, N = 0.4, 4
+    sampled = lambda t: sample_clients(0, t, N, 2)
+    got = check("fedlesam", {"rho": rho}, dict(local=stale_local(rho), server=mean_server, sampled=sampled),
+                tmp=tmp_path, rounds=4, num_clients=N, participation=0.5)
     assert len(got) == 5
+
+
+def test_fedlesam_global_reading_uses_the_last_global_update_for_every_client(tmp_path):
+    """FedSynSAM Alg. 1 line 9: g = w^{t−1} − w^t for every sampled client, also one that skipped round t−1
+    (the stale reading above would use that client's own older model instead)."""
+    rho, N = 0.4, 4
+    sampled = lambda t: sample_clients(0, t, N, 2)
+
+    def local(i, w, x, y, th, S, st):
+        prev = S.get("prev")
+        delta = torch.zeros_like(th) if prev is None else rho * unit(prev - th)
+        return (sgd(w, lambda w: ce_grad(w + delta, x, y)),)
+
+    def server(th, st, ends, S, states):
+        S["prev"] = th.clone()
+        return mean_server(th, st, ends, S, states)
+
+    got = check("fedlesam", {"rho": rho, "lesam_dir": "global"}, dict(local=local, server=server, sampled=sampled),
+                tmp=tmp_path, rounds=4, num_clients=N, participation=0.5)
+    stale = check("fedlesam", {"rho": rho}, dict(local=stale_local(rho), server=mean_server, sampled=sampled),
+                  tmp=tmp_path / "stale", rounds=4, num_clients=N, participation=0.5)
+    assert (got[-1] - stale[-1]).abs().max() > 1e-6  # partial participation tells the readings apart
 
 
 # ------------------------------------------------------------------------------- FedNSAM variants

@@ -20,9 +20,36 @@ def spec(algorithm="fedsam", model="mlp", rounds=3, analysis=None, hp=None, **tr
     tr = check_training({"num_clients": 4, "participation": 0.5, "rounds": rounds, "local_steps": 3,
                          "batch_size": 8, "lr": 0.1, "eval_every": 1, "checkpoint_every": 0, **training})
     kwargs = {"hidden": 8, "depth": 1} if model == "mlp" else {}
-    return RunSpec("synthetic", "iid", model, algorithm, 0, PRESETS.get(algorithm).resolve(hp or {}), kwargs, tr,
+    preset = PRESETS.get(algorithm)
+    return RunSpec("synthetic", "iid", model, algorithm, 0, preset.resolve(hp or {}), kwargs, preset.training_for(tr),
                    analysis=analysis or {})
 
 
 def partition(data, s, spec_str="iid"):
     return make_partition(data.train_y.numpy(), spec_str, s.num_clients, s.seed, num_classes=data.num_classes)
+
+
+
+def paired_batches(monkeypatch, s, data, part_a, part_b, out_dir):
+    """Run the stability pair (analysis.stability.paired_distance) and return, per (round, client),
+    the indices (steps × batch) each run's engine drew: {(t, cid): (batches_a, batches_b)}."""
+    import fedflat.fl.engine as engine
+    from fedflat.analysis.stability import paired_distance
+
+    drawn = {}
+
+    class Recording(engine.BatchStream):
+        def __init__(self, indices, batch_size, seed, round, cid):
+            super().__init__(indices, batch_size, seed, round, cid)
+            self.record = []
+            drawn.setdefault((round, cid), []).append(self.record)  # run a's round comes before run b's
+
+        def next(self):
+            b = super().next()
+            self.record.append(b.clone())
+            return b
+
+    monkeypatch.setattr(engine, "BatchStream", Recording)
+    paired_distance(s, data, part_a, part_b, out_dir)
+    assert all(len(runs) == 2 for runs in drawn.values())
+    return {k: (torch.stack(a), torch.stack(b)) for k, (a, b) in drawn.items()}

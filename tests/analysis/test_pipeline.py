@@ -57,8 +57,10 @@ def test_study_pipeline(tmp_path, monkeypatch):
             ze = np.load(tmp_path / d / "eig.npz")
             eig = json.loads(str(ze["meta"]))["eigenvalues"]
             assert len(eig) == 2 and eig[0] >= eig[1] > 0 and ze["train_loss"].shape == (3, 3)
+            # one client of round 1 replaced: the runs separate (a swapped sample, replaced in place, is
+            # drawn by none of these 2 rounds × 2 steps × 16 of ~360 samples per client: distance 0)
             assert analysis_main(["stability", "--run-dir", d, "--partition", str(ppath), "--out",
-                                  f"{d}/{paths.STABILITY}"]) == 0
+                                  f"{d}/{paths.STABILITY}", "--params", '{"neighbour": "client"}']) == 0
             st = json.loads((tmp_path / d / paths.STABILITY).read_text())
             assert st["distance"] > 0 and st["reproduces_trained_run_max_abs"] == 0.0
         h = json.loads((tmp_path / d / paths.HESSIAN).read_text())

@@ -6,7 +6,7 @@ from fedflat.analysis.params import resolve
 from fedflat.analysis.stability import neighbouring_partition, paired_distance
 from fedflat.errors import ConfigError
 
-from .sim_helpers import partition, spec, synthetic
+from .sim_helpers import paired_batches, partition, spec, synthetic
 
 
 @pytest.mark.parametrize("same_label", [False, True])
@@ -59,3 +59,26 @@ def test_client_neighbour_picks_among_candidates():
     picked = {neighbouring_partition(part, data.train_y.numpy(), seed=k, neighbour="client", candidates=[1, 3])[1][0][0]
               for k in range(8)}
     assert picked == {1, 3}
+
+
+@pytest.mark.parametrize("same_label", [False, True])
+def test_client_neighbour_batches_map_position_by_position(monkeypatch, tmp_path, same_label):
+    """Issue 13 (7), Def. 3.4: other clients draw identical batches; the replaced client draws new[j]
+    in exactly the slots where the original run draws old[j] (same labels slot by slot with same_label)."""
+    import torch
+
+    data = synthetic()
+    labels = data.train_y.numpy()
+    s = spec("fedavg", rounds=3, participation=1.0, local_steps=7)
+    part = partition(data, s)
+    neigh, swaps = neighbouring_partition(part, labels, seed=1, same_label=same_label, neighbour="client")
+    cid = swaps[0][0]
+    to_new = {old: new for _, old, new in swaps}
+    drawn = paired_batches(monkeypatch, s, data, part, neigh, tmp_path)
+    for (t, c), (a, b) in drawn.items():
+        if c != cid:
+            assert torch.equal(a, b)
+            continue
+        assert torch.equal(b, a.clone().apply_(to_new.__getitem__))
+        if same_label:
+            assert np.array_equal(labels[a.numpy()], labels[b.numpy()])

@@ -189,3 +189,26 @@ def test_fedsynsam_tables_5_to_7_and_fig2_build(tmp_path):
     rid = next(rid for rid, lab in study.experiments["f2_cos_path"] if lab["algorithm"] == "FedLESAM")
     cos = pd.read_csv(tmp_path / study.run_dir(rid) / "metrics.csv")["perturbation_cosine"]
     assert cos.between(-1, 1).all()
+
+
+def test_fedsagd_catalog_decays_by_mu_alone_and_baselines_by_a3():
+    """Issue 13 (2): FedSAGD's μ is its runs' only weight decay, so Table 9's sweep runs at exactly μ
+    (§3.2 "combining the proximal term with weight decay"); the baselines keep A.3's 1e-3."""
+    from fedflat.study import load_study
+    from papers.paper_helpers import paper_config
+
+    study = load_study(paper_config("fedsagd", "paper"))
+    swept = {}
+    for entries in study.experiments.values():
+        for rid, labels in entries:
+            s = study.runs[rid]
+            effective = s.training["weight_decay"] + s.hparams.get("decay_mu", 0.0)  # engine's + FedSAGD's μ
+            if s.algorithm == "fedsagd":
+                assert s.training["weight_decay"] == 0.0, rid
+                if labels["algorithm"].startswith("μ="):
+                    swept[float(labels["algorithm"][2:])] = effective
+                else:
+                    assert effective == 0.001, rid  # Tables 8 and 10 and the main tables: μ = 0.001
+            else:
+                assert effective == 1e-3, rid
+    assert swept == {mu: mu for mu in (0.1, 0.01, 0.005, 0.001, 0.0005, 0.0001, 0.00001)}

@@ -143,6 +143,9 @@ class Part:
     round_thresholds: ClassVar[dict[str, str]] = {}
     # what never happens with training.local_steps = 1, for a part that is zero at a round's start point
     first_step_inert: ClassVar[str] = ""
+    # the hyperparameter that IS the run's weight decay (FedSAGD's μ): the engine's
+    # training.weight_decay then resolves to 0 for the run (Preset.training_for), never stacks
+    decay_param: ClassVar[Optional[str]] = None
 
     def __init__(self, **hp):
         for k, spec in self.params.items():

@@ -206,7 +206,8 @@ class HybridProxCorrection(Correction):
 
     name = "hybrid_prox"
     params = {"prox_lam": Param(0.01, "proximal weight λ (pull to θ)", low=0.0),
-              "decay_mu": Param(0.001, "decay weight μ (pull to 0)", low=0.0)}
+              "decay_mu": Param(0.001, "decay weight μ (pull to 0): the run's only weight decay", low=0.0)}
+    decay_param = "decay_mu"  # "combining the proximal term with weight decay" (§3.2): μ replaces the engine's
 
     def adjust(self, ctx, w, g):
         return g + (self.prox_lam + self.decay_mu) * w - self.prox_lam * ctx.start

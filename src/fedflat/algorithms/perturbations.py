@@ -276,31 +276,57 @@ class OwnMomentumDirectionPerturbation(FixedPerturbation):
 
 @PERTURBATIONS.register("stale_direction")
 class StaleDirectionPerturbation(FixedPerturbation):
-    """FedLESAM (Fan et al. 2024; FedTOGA notes §3.2, Alg. 3 line "Perturbation"):
-    δ = ρ (θ_i^old − θ^t)/‖θ_i^old − θ^t‖, θ_i^old the global model client i received at its last
-    participation (client state), fixed for the round; θ_i^old ← θ^t at the end. No ascent pass.
-    First participation (notes §10.14): lesam_first=zero gives δ = 0; init uses θ^old = θ^0.
-    A never-written state vector is all zeros (a real model never is exactly zero).
+    """FedLESAM's perturbation, fixed for the round, no ascent pass: δ = ρ d/‖d‖ with d a stale
+    global model minus the current one θ^t. Two published readings, `lesam_dir`:
+
+    - stale (Fan et al. 2024; FedTOGA Alg. 3): d = θ_i^old − θ^t, θ_i^old the global model client i
+      received at its last participation (client state; θ_i^old ← θ^t at the end of the round).
+      First participation (notes 004 §10.14): lesam_first=zero gives δ = 0; init uses θ^old = θ^0.
+      A never-written state vector is all zeros (a real model never is exactly zero).
+    - global (FedSynSAM Alg. 1 line 9: g = w^{t−1} − w^t): d = θ^{t−1} − θ^t, the last global update,
+      the same for every client (broadcast, counted as a downlink vector; FedLESAM's code also
+      broadcasts it). δ = 0 in round 1. Equal to `stale` under full participation.
     """
 
     name = "stale_direction"
     client_state = ("lesam_old",)
     params = {"rho": Param(0.1, "perturbation radius ρ", low=0.0),
               "lesam_first": Param("zero", "first participation: zero (δ=0) or init (θ_old = θ^0)",
-                                   choices=("zero", "init"))}
+                                   choices=("zero", "init")),
+              "lesam_dir": Param("stale", "d = θ_i^old − θ^t (stale: Fan et al.) or θ^{t−1} − θ^t (global: FedSynSAM)",
+                                 choices=("stale", "global"))}
+
+    def __init__(self, **hp):
+        super().__init__(**hp)
+        if self.lesam_dir == "global":
+            self.client_state = ()  # the direction is the server's: no per-client memory
 
     def init_server(self, srv):
         self._theta0 = srv.theta.clone()  # the shared initialisation every client knows from the seed
 
+    def downlink(self, srv):
+        if self.lesam_dir == "global" and "lesam_prev" in srv.state:
+            return {"lesam_global": srv.state["lesam_prev"] - srv.theta}
+        return {}
+
     def client_begin(self, ctx):
+        if self.lesam_dir == "global":
+            d = ctx.down.get("lesam_global")
+            ctx.scratch["delta"] = torch.zeros_like(ctx.theta) if d is None else safe_unit(d).mul_(self.rho)
+            return
         old = ctx.state["lesam_old"]
         if not bool(old.any()):
             old = self._theta0 if self.lesam_first == "init" else ctx.theta
         ctx.scratch["delta"] = safe_unit(old - ctx.theta).mul_(self.rho)
 
     def client_end(self, ctx, w):
-        ctx.state["lesam_old"].copy_(ctx.theta)
+        if self.lesam_dir == "stale":
+            ctx.state["lesam_old"].copy_(ctx.theta)
         return {}
+
+    def server_update(self, srv, rnd):
+        if self.lesam_dir == "global":  # runs before the server moves: θ^t becomes next round's θ^{t−1}
+            srv.state["lesam_prev"] = srv.theta.clone()
 
 
 # FedSOL's proximal-gradient perturbation needs the model (a second loss); it lives in losses.py

@@ -49,6 +49,26 @@ class Preset:
         hp.update(overrides)
         return {k: specs[k].check(f"{key}.{self.name}.{k}", v) for k, v in sorted(hp.items())}
 
+    @property
+    def decay_param(self) -> str | None:
+        """The hyperparameter that is this algorithm's own weight decay (FedSAGD: decay_mu), if any."""
+        return next((c.decay_param for c in self.part_classes() if c.decay_param), None)
+
+    def training_for(self, training: dict[str, Any]) -> dict[str, Any]:
+        """The one place a run's weight decay is decided. A preset whose part owns the decay runs with
+        the engine's training.weight_decay at 0: the study's value is the other algorithms' decay
+        (FedSAGD App. A.3: the baselines' 1e-3), and the part's parameter is this run's only decay."""
+        if self.decay_param is None or not training.get("weight_decay"):
+            return training
+        return {**training, "weight_decay": 0.0}
+
+    def check_single_decay(self, hp: dict[str, Any], training: dict[str, Any], key: str = "training") -> None:
+        """Refuse a run whose own decay would be stacked on the engine's (a spec not made by training_for)."""
+        wd = training.get("weight_decay", 0.0)
+        if self.decay_param is not None and wd > 0:
+            raise ConfigError(f"{key}.weight_decay: {wd:g} would stack on {self.name}'s own weight decay "
+                              f"{self.decay_param}={hp.get(self.decay_param)!r}; one decay per run: set it to 0")
+
 
 class Algorithm:
     """An instantiated preset: one perturbation, corrections, one server."""

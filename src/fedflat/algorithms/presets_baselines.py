@@ -34,4 +34,4 @@ preset("fedanag", "FedANAG", "none", "mean", "Zhang et al. 2025; FedSAGD App. C.
 preset("fedsagd", "FedSAGD", "none", "mean",
        "FedSAGD Alg. 1 lines 9-10, 15-16; Tables 8-10 (β=0.9, λ=0.01, μ=0.001)",
        corrections=["sagd_momentum", "hybrid_prox"], defaults={"beta": 0.9, "prox_lam": 0.01, "decay_mu": 0.001},
-       notes="μ is FedSAGD's weight decay: run it with training.weight_decay=0 to avoid decaying twice")
+       notes="μ is FedSAGD's only weight decay: its runs resolve training.weight_decay to 0 (Preset.training_for)")

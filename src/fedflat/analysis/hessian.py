@@ -7,8 +7,12 @@ product (mini-batched HVPs on the device; the loss is the sample-weighted mean o
 Workarounds for its breakage, each documented in docs/analysis.md:
   * density(): calls torch.eig, removed from PyTorch -> replaced by `lanczos_density` below
     (scipy.linalg.eigh_tridiagonal on the symmetric tridiagonal matrix, full reorthogonalisation);
-  * trace(): its stopping test divides by `trace`, not |trace|, so a negative running mean stops it
-    after two samples -> we pass tol=-inf, which always draws exactly `trace_samples` vectors;
+  * trace(): its stopping test |mean - prev|/(prev + 1e-6) < tol divides by the signed running mean,
+    so a negative trace stops it after two samples, and near 0 it is meaningless -> our own
+    `hutchinson` on the same operator: a fixed number of Rademacher probes from a private seeded
+    generator, mean and standard error reported (no data-dependent stop, which would also bias it);
+  * power iteration draws its start vectors from the global torch RNG -> seeded inside
+    torch.random.fork_rng, so the caller's RNG stream is left as it was;
   * parameters that get no gradient make autograd.grad fail ("element 0 of variables does not
     require grad", PyHessian #12) -> they are found with one probe backward and frozen
     (requires_grad=False) on a private copy of the model; their names are reported;
@@ -87,16 +91,35 @@ class HessianOperator:
         _, hv = self.ph.dataloader_hv_product(self.split(v.to(self.dtype)))
         return torch.cat([h.reshape(-1) for h in hv]).to(self.dtype)
 
-    def top_eigenvalues(self, k: int, max_iter: int, tol: float, seed: int) -> list[float]:
-        """PyHessian power iteration with deflation (largest |λ| first), seeded."""
-        torch.manual_seed(seed)
-        vals, _ = self.ph.eigenvalues(maxIter=max_iter, tol=tol, top_n=k)
-        return [float(v) for v in vals]
+    def top_eigenpairs(self, k: int, max_iter: int, tol: float, seed: int) -> tuple[list[float], list]:
+        """PyHessian power iteration with deflation (largest |λ| first), seeded; the global RNG is
+        restored afterwards."""
+        with torch.random.fork_rng(devices=[]):  # PyHessian draws its start vectors on the CPU
+            torch.manual_seed(seed)
+            vals, vecs = self.ph.eigenvalues(maxIter=max_iter, tol=tol, top_n=k)
+        return [float(v) for v in vals], vecs
 
     def trace(self, samples: int, seed: int) -> list[float]:
-        """PyHessian Hutchinson samples v^T H v (Rademacher v); exactly `samples` of them."""
-        torch.manual_seed(seed)
-        return [float(v) for v in self.ph.trace(maxIter=samples, tol=-math.inf)]
+        """`samples` Hutchinson samples v^T H v (see `hutchinson`)."""
+        return hutchinson(self, self.dim, samples, seed, self.dtype, self.device)
+
+
+def rademacher(gen: torch.Generator, dim: int, dtype, device) -> torch.Tensor:
+    """A ±1 vector drawn on the CPU from `gen` (the same values on every device)."""
+    return (torch.randint(0, 2, (dim,), generator=gen) * 2 - 1).to(device=device, dtype=dtype)
+
+
+def hutchinson(hvp: Callable[[torch.Tensor], torch.Tensor], dim: int, samples: int, seed: int,
+               dtype=torch.float64, device="cpu") -> list[float]:
+    """Hutchinson's trace estimator: v_sᵀ H v_s for `samples` Rademacher probes v_s, E[vᵀHv] = tr H
+    for any symmetric H (indefinite, negative or zero trace alike), variance 2 Σ_{i≠j} H_ij² per
+    probe. A fixed count: the mean and its standard error are the caller's report."""
+    gen = torch.Generator().manual_seed(int(seed))
+    out = []
+    for _ in range(samples):
+        v = rademacher(gen, dim, dtype, device)
+        out.append(float(torch.dot(hvp(v).double(), v.double())))
+    return out
 
 
 def lanczos(hvp: Callable[[torch.Tensor], torch.Tensor], v0: torch.Tensor, iters: int) -> tuple[np.ndarray, np.ndarray]:
@@ -132,8 +155,7 @@ def lanczos_density(hvp: Callable, dim: int, iters: int, runs: int, seed: int, d
     gen = torch.Generator().manual_seed(int(seed))
     nodes, weights = [], []
     for _ in range(runs):
-        v = (torch.randint(0, 2, (dim,), generator=gen) * 2 - 1).to(device=device, dtype=dtype)
-        a, b = lanczos(hvp, v, min(iters, dim))
+        a, b = lanczos(hvp, rademacher(gen, dim, dtype, device), min(iters, dim))
         theta, vecs = eigh_tridiagonal(a, b)
         nodes.append(theta)
         weights.append(vecs[0, :] ** 2 / runs)
@@ -151,7 +173,7 @@ def hessian_spectrum(module: nn.Module, batches: Batches, top_k: int = 5, max_it
                      seed: int = 0) -> dict:
     """Everything hessian.json holds (see docs/analysis.md §Hessian)."""
     op = HessianOperator(module, batches)
-    eig = op.top_eigenvalues(top_k, max_iter, tol, seed) if top_k > 0 else []
+    eig = op.top_eigenpairs(top_k, max_iter, tol, seed)[0] if top_k > 0 else []
     tr = op.trace(trace_samples, seed + 1) if trace_samples > 0 else []
     out = {
         "eigenvalues": eig,
@@ -179,8 +201,7 @@ def top_eigenvectors(fm, theta: torch.Tensor, batches: Batches, k: int, max_iter
     (unit norm; zero on frozen/unused parameters). Axes of FedSOL Fig. 8's landscapes."""
     fm.flat.copy_(theta)
     op = HessianOperator(fm.module, batches)
-    torch.manual_seed(seed)
-    vals, vecs = op.ph.eigenvalues(maxIter=max_iter, tol=tol, top_n=k)
+    vals, vecs = op.top_eigenpairs(k, max_iter, tol, seed)
     used = [n for n, p in op.module.named_parameters() if p.requires_grad]
     out = []
     for vec in vecs:
@@ -190,4 +211,4 @@ def top_eigenvectors(fm, theta: torch.Tensor, batches: Batches, k: int, max_iter
             if name in by_name:
                 flat[a:b] = by_name[name].reshape(-1).to(flat.dtype)
         out.append(flat / flat.norm())
-    return [float(v) for v in vals], out
+    return vals, out

@@ -1,20 +1,26 @@
 """Empirical stability (FedSAGD App. A.4, notes 001 §6): train the same run twice from the same
-initialisation with the same seeds, on two datasets that differ in one sample per client, and
-measure ‖x_t − x'_t‖₂ per round and at the end.
+initialisation with the same seeds, on two datasets that differ in one sample per client (or in one
+client), and measure ‖x_t − x'_t‖₂ per round and at the end.
 
 The neighbouring dataset is a partition variant. `neighbour: sample` (sample-level, Hardt et al.):
 in every client, one index (a seeded random position) is replaced by a training index the client
-does not hold (`same_label: true` draws it from the same class). `neighbour: client` (FedSAGD's
-Definition 3.4: client sets S, S^(i) that differ in one client): one seeded client i is replaced by
-a new client of the same size (client i: a seeded choice among the clients sampled in round 1, so
-that the two trainings separate from the first round; under partial participation an arbitrary
-client may not be sampled for many rounds), every index drawn from the training indices client i
-does not hold
-(without replacement while there are enough, else with), with `same_label: true` each from the
-class of the index it replaces (so the new client has client i's label histogram; a class the
-client holds entirely is replaced by any other samples); the other clients are unchanged. Both runs go through the engine's own round (`Simulation.run_round`) in
-lockstep, with the round hooks switched off, so the curve needs no saved trajectory; the first
-run reproduces the trained run exactly (same spec and seed), which the output records.
+does not hold (`same_label: true` draws it from the same class), in place: the client's index list
+keeps its order, so the seeded mini-batch streams (fl/batches.py: permutations of positions) of the
+two runs are identical except in the slots that draw the swapped sample.
+
+`neighbour: client` (FedSAGD's Definition 3.4: client sets S, S^(i) that differ in one client): one
+seeded client i is replaced by a new client of the same size (client i: a seeded choice among the
+clients sampled in round 1, so that the two trainings separate from the first round; under partial
+participation an arbitrary client may not be sampled for many rounds), every index drawn from the
+training indices client i does not hold (without replacement while there are enough, else with),
+with `same_label: true` each from the class of the index it replaces (so the new client has client
+i's label histogram; a class the client holds entirely is replaced by any other samples), position
+by position: the new client's batches hold new[j] exactly where client i's held old[j]. The other
+clients are unchanged.
+
+Both runs go through the engine's own round (`Simulation.run_round`) in lockstep, with the round
+hooks switched off, so the curve needs no saved trajectory; the first run reproduces the trained
+run exactly (same spec and seed), which the output records.
 """
 from __future__ import annotations
 
@@ -51,8 +57,8 @@ def neighbouring_partition(part: Partition, labels: np.ndarray, seed: int, same_
         if len(pool) == 0:
             raise ConfigError(f"stability: client {cid} holds every candidate sample; no neighbouring dataset exists")
         new = int(rng.choice(pool))
-        idx[pos] = new
-        clients.append(np.sort(idx))
+        idx[pos] = new  # in place, no re-sort: every mini-batch slot keeps its sample but this one's
+        clients.append(idx)
         swaps.append((cid, old, new))
     return _with(part, labels, clients, seed, same_label, "sample"), swaps
 
@@ -88,7 +94,7 @@ def _client_neighbour(part: Partition, labels: np.ndarray, seed: int, same_label
     else:
         new = rng.choice(pool, len(old), replace=len(pool) < len(old))
     clients = [np.asarray(c).copy() for c in part.clients]
-    clients[cid] = np.sort(new)
+    clients[cid] = new  # position by position (no re-sort): slot j of every batch holds new[j] where it held old[j]
     swaps = [(cid, int(o), int(w)) for o, w in zip(old.tolist(), new.tolist())]
     return _with(part, labels, clients, seed, same_label, "client"), swaps
 

@@ -82,9 +82,15 @@ class Simulation:
         self.data = data.to(self.device)
         if partition.num_clients != spec.num_clients:
             raise ConfigError(f"partition has {partition.num_clients} clients but training.num_clients is {spec.num_clients}")
-        self.client_idx = [torch.as_tensor(c, dtype=torch.long, device=self.device) for c in partition.clients]
+        clients, val_idx = hold_out(partition.clients, spec.training.get("holdout", 0.0), spec.seed)
+        self.client_idx = [torch.as_tensor(c, dtype=torch.long, device=self.device) for c in clients]
+        # Tuning runs evaluate on samples carved from the training clients, never on the test split.
+        self.eval_data, self.eval_split = (self.data, "test") if val_idx is None else (
+            validation_view(self.data, torch.as_tensor(val_idx, device=self.device)), "validation")
+        self.acc_key = "test_acc" if val_idx is None else "val_acc"
         self.out = Outputs(Path(out_dir))
         self.algo: Algorithm = build_algorithm(spec.algorithm, spec.hparams)
+        self.algo.preset.check_single_decay(spec.hparams, spec.training)  # before any compute
         seed_everything(spec.seed)
         module = build_model(spec.model, data.input_shape, data.num_classes, **spec.model_kwargs)
         self.fm = FlatModel(module, self.device)
@@ -245,9 +251,10 @@ class Simulation:
             finite = math.isfinite(row["train_loss"]) and bool(torch.isfinite(self.srv.theta).all())
             if evaluate_now or not finite:
                 te = time.perf_counter()
-                ev = evaluate(self.fm, self.srv.theta, self.srv.buffers, self.data, "test", spec.eval_batch_size,
+                ev = evaluate(self.fm, self.srv.theta, self.srv.buffers, self.eval_data, "test", spec.eval_batch_size,
                               limit=spec.training.get("eval_subset") or None)
-                row.update(test_loss=ev["loss"], test_acc=ev["acc"], eval_time=time.perf_counter() - te)
+                key = self.acc_key.removesuffix("_acc")
+                row.update({f"{key}_loss": ev["loss"], self.acc_key: ev["acc"], "eval_time": time.perf_counter() - te})
             self.elapsed = time.perf_counter() - t0
             row["wall_time"] = self.elapsed
             row["status"] = "ok" if finite else "diverged"
@@ -297,16 +304,17 @@ class Simulation:
         self.progress.note(f"resumed from checkpoint at round {ck['round']}")
 
     def finish(self) -> dict:
-        rows = self.log.rows
-        evals = [r for r in rows if r.get("test_acc") is not None and not (isinstance(r.get("test_acc"), float) and math.isnan(r["test_acc"]))]
+        rows, acc, loss = self.log.rows, self.acc_key, self.acc_key.replace("_acc", "_loss")
+        evals = [r for r in rows if r.get(acc) is not None and not (isinstance(r.get(acc), float) and math.isnan(r[acc]))]
         tail = max(1, math.ceil(0.1 * len(evals))) if evals else 0
         summary = {
             "status": self.status,
             "rounds_completed": rows[-1]["round"] if rows else 0,
-            "final_acc": evals[-1]["test_acc"] if evals and self.status == "completed" else None,
-            "last10_acc": float(np.mean([r["test_acc"] for r in evals[-tail:]])) if evals and self.status == "completed" else None,
-            "best_acc": max((r["test_acc"] for r in evals), default=None),
-            "final_test_loss": evals[-1]["test_loss"] if evals else None,
+            "eval_split": self.eval_split,  # "validation" in tuning runs (training.holdout > 0): accuracies below are on it
+            "final_acc": evals[-1][acc] if evals and self.status == "completed" else None,
+            "last10_acc": float(np.mean([r[acc] for r in evals[-tail:]])) if evals and self.status == "completed" else None,
+            "best_acc": max((r[acc] for r in evals), default=None),
+            "final_test_loss": evals[-1][loss] if evals else None,
             "wall_time": self.elapsed,
             "train_time": self.elapsed - sum(r.get("eval_time") or 0.0 for r in rows),
             "num_params": self.num_params,
@@ -321,6 +329,31 @@ class Simulation:
         self.out.checkpoint.unlink(missing_ok=True)
         self.progress.done(summary)
         return summary
+
+
+_HOLDOUT_TAG = 0x4A1D
+
+
+def hold_out(clients: list, fraction: float, seed: int) -> tuple[list, Optional[np.ndarray]]:
+    """Carve a seeded `fraction` of every client's training indices out as a validation set (the
+    papers' tuning protocol without touching the test split). Returns (clients' remaining indices,
+    the validation indices), or (clients, None) when fraction is 0. A client keeps at least one sample."""
+    if not fraction:
+        return clients, None
+    kept, val = [], []
+    for cid, idx in enumerate(clients):
+        idx = np.asarray(idx)
+        perm = np.random.default_rng([seed, cid, _HOLDOUT_TAG]).permutation(len(idx))
+        n_val = min(int(round(fraction * len(idx))), len(idx) - 1)
+        val.append(idx[perm[:n_val]])
+        kept.append(np.sort(idx[perm[n_val:]]))
+    return kept, np.sort(np.concatenate(val))
+
+
+def validation_view(data: ArrayDataset, idx: torch.Tensor) -> ArrayDataset:
+    """The data set with its evaluation split replaced by the held-out training samples."""
+    return ArrayDataset(data.name, data.train_x, data.train_y, data.train_x[idx], data.train_y[idx],
+                        data.num_classes, data.mean, data.std, data.augment, {**data.meta, "eval_split": "validation"})
 
 
 def environment() -> dict:

@@ -53,8 +53,9 @@ class Progress:
             print(f"[{self.tag}] {msg}", file=sys.stderr, flush=True)
 
     def update(self, t: int, row: dict) -> None:
-        if row.get("test_acc") is not None:
-            self.last_acc = row["test_acc"]
+        acc = row.get("test_acc", row.get("val_acc"))  # val_acc: tuning runs (training.holdout)
+        if acc is not None:
+            self.last_acc = acc
         if not self.enabled:
             return
         if self.first_round is None:
