@@ -190,7 +190,9 @@ def test_scale_that_never_reaches_syn_round_is_refused_naming_the_target():
 
 
 def _steps(study, experiment: str) -> int:
-    (k,) = {study.runs[rid].local_steps for rid, _ in study.experiments[experiment]}
+    """The experiment's local work: its local epochs where a catalog states them, else its local steps."""
+    (k,) = {study.runs[rid].training.get("local_epochs") or study.runs[rid].local_steps
+            for rid, _ in study.experiments[experiment]}
     return k
 
 
@@ -216,5 +218,9 @@ def test_no_pretrained_224px_transformer_below_paper_scale(scale):
     t3 = {study.runs[rid].model: study.runs[rid].model_kwargs for rid, _ in study.experiments["t3"]}
     assert len(t3) == 3 and not set(t3) & set(PRETRAINED_TRANSFORMERS)
     if scale == "reduced":  # three different from-scratch ViTs at Tiny-ImageNet's 64 px
-        sizes = {sum(p.numel() for p in build_model(m, (3, 64, 64), 200, **kw).parameters()) for m, kw in t3.items()}
+        import torch
+
+        nets = [build_model(m, (3, 64, 64), 200, **kw) for m, kw in t3.items()]
+        sizes = {sum(p.numel() for p in net.parameters()) for net in nets}
         assert len(sizes) == 3 and max(sizes) < 5_000_000
+        assert all(net(torch.zeros(2, 3, 64, 64)).shape == (2, 200) for net in nets)
