@@ -4,7 +4,8 @@
 `experiments.<name>.scales.<scale>`, which wins):
 
   training:         {key: value}  a number sets the value; "x0.1" multiplies the paper value
-                                  (integers round half to even, minimum 1)
+                                  (integers round half to even, minimum 1); an algorithm entry's own
+                                  `training` values (a paper's per-method setting) scale alike
   algorithm_params: {preset: {hyperparameter: value or "x<factor>"}}  applied to every run of the preset,
                                   "x" multiplying the run's resolved paper value (its own params, the
                                   study's algorithm_params, the preset default), e.g. syn_round with rounds
@@ -120,23 +121,25 @@ def _check_algorithm_overrides(ov: dict, key: str) -> None:
                 raise ConfigError(f"{key}.{name}: unknown hyperparameter {k!r}; allowed: {', '.join(sorted(specs))}")
 
 
-def _scaled_algorithms(algos: list, overrides: dict, global_params: dict, key: str) -> list:
-    """The experiment's algorithm entries with `overrides` ({preset: {k: v}}) applied to each run's params."""
+def _scaled_entry(raw: Any, training: dict, params: dict, global_params: dict, key: str) -> Any:
+    """An algorithm entry at the scale: its own `training` values (a paper's per-method setting) scaled like
+    the experiment's by `training` ({k: v}), its hyperparameters by `params` ({preset: {k: v}})."""
     from .algorithms import PRESETS
 
-    out = []
-    for raw in algos:
-        entry = {"preset": raw} if isinstance(raw, str) else raw
-        name = entry.get("preset") if isinstance(entry, dict) else None
-        if name not in overrides:
-            out.append(raw)  # load_study names malformed entries
-            continue
+    if not isinstance(raw, (str, dict)) or (isinstance(raw, str) and raw not in params):
+        return raw  # unchanged (load_study names a malformed entry)
+    entry = {"preset": raw} if isinstance(raw, str) else raw
+    name = entry.get("preset")
+    if isinstance(entry.get("training"), dict):
+        entry = {**entry, "training": {k: _scale_value(f"{key}.training.{k}", v, training[k]) if k in training else v
+                                       for k, v in entry["training"].items()}}
+    if name in params:
         own = dict(entry.get("params") or {})
         paper = PRESETS.get(name).resolve({**(global_params.get(name) or {}), **own}, key=key)
-        for k, v in overrides[name].items():
-            own[k] = _scale_value(f"{key}.{name}.{k}", paper[k], v)
-        out.append({**entry, "params": own})
-    return out
+        for k, v in params[name].items():
+            own[k] = _scale_value(f"{key}.algorithm_params.{name}.{k}", paper[k], v)
+        entry = {**entry, "params": own}
+    return entry
 
 
 def apply_scale(config: dict) -> Scaled:
@@ -182,11 +185,12 @@ def apply_scale(config: dict) -> Scaled:
             for k, v in (src.get("training") or {}).items():
                 training[k] = _scale_value(f"{where}.training.{k}", paper_training.get(k, TRAINING_DEFAULTS.get(k)), v)
         exp["training"] = training
+        tr_ov = {**(top.get("training") or {}), **(local.get("training") or {})}
         algo_ov = {**(top.get("algorithm_params") or {})}
         for name, params in (local.get("algorithm_params") or {}).items():
             algo_ov[name] = {**(algo_ov.get(name) or {}), **params}
-        if algo_ov and isinstance(exp.get("algorithms"), list):
-            exp["algorithms"] = _scaled_algorithms(exp["algorithms"], algo_ov, global_params, f"{key}.algorithm_params")
+        if isinstance(exp.get("algorithms"), list):
+            exp["algorithms"] = [_scaled_entry(a, tr_ov, algo_ov, global_params, key) for a in exp["algorithms"]]
         edmap = {**dmap, **(local.get("datasets") or {})}
         emmap = {**mmap, **(local.get("models") or {})}
         dmap.update(local.get("datasets") or {})

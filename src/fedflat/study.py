@@ -80,7 +80,7 @@ def _as_list(exp_name: str, exp: dict, key: str) -> list:
 def _algo_entry(exp_name: str, raw, global_params: dict, training: dict) -> AlgoEntry:
     """One algorithm of an experiment. `training:` overrides the experiment's training for this entry's runs
     only (a paper's per-method setting, e.g. FedTOGA App. B.2's lr decay 0.9995 for FedSMOO on ResNet-18);
-    `scales:` does not rescale these values."""
+    a scale's training overrides apply to these values too (fedflat.scale)."""
     key = f"experiments.{exp_name}.algorithms"
     if isinstance(raw, str):
         raw = {"preset": raw}

