@@ -18,6 +18,7 @@ from .errors import ConfigError, choice_error
 from .fl.hooks import COMPRESSORS, ROUND_HOOKS
 from .models import MODELS
 from .report.kinds import FIGURE_KINDS, TABLE_KINDS
+from .scale import apply_scale, check_methods_act, check_scaled, experiment_targets
 from .spec import RunSpec, check_training
 
 TOP_KEYS = {"study", "data_root", "download", "device", "threads_per_job", "training", "algorithm_params", "uplink",
@@ -79,7 +80,7 @@ def _as_list(exp_name: str, exp: dict, key: str) -> list:
 def _algo_entry(exp_name: str, raw, global_params: dict, training: dict) -> AlgoEntry:
     """One algorithm of an experiment. `training:` overrides the experiment's training for this entry's runs
     only (a paper's per-method setting, e.g. FedTOGA App. B.2's lr decay 0.9995 for FedSMOO on ResNet-18);
-    `scales:` does not rescale these values."""
+    a scale's training overrides apply to these values too (fedflat.scale)."""
     key = f"experiments.{exp_name}.algorithms"
     if isinstance(raw, str):
         raw = {"preset": raw}
@@ -116,11 +117,26 @@ def _analysis(base, override, key: str) -> dict:
 
 
 def load_study(config: dict) -> Study:
-    config = copy.deepcopy(config)
-    from .papers.catalog import apply_scale, is_catalog  # paper catalogs: scale + pending entries
+    """The study at its `scale`, checked against its paper scale (fedflat.scale) before any job runs."""
+    from .papers.catalog import is_catalog, prepare_catalog, tag_targets  # paper catalogs: captions, pending entries
 
+    config = copy.deepcopy(config)
+    caption = None
     if is_catalog(config):
-        config = apply_scale(config)
+        config, caption = prepare_catalog(config)
+    targets = experiment_targets(config)
+    scaled = apply_scale(config)
+    if caption is not None:
+        tag_targets(scaled.config, scaled.info, caption)
+    study = _expand(scaled.config)
+    if scaled.paper is not None:
+        check_scaled(_expand(scaled.paper, targets=False), study, scaled.info, targets)
+    check_methods_act(study, targets, scaled.info["name"] if scaled.paper is not None else "paper")
+    return study
+
+
+def _expand(config: dict, targets: bool = True) -> Study:
+    """Runs, partitions and (with `targets`) tables/figures of a plain study config, every name checked."""
     unknown = sorted(set(config) - TOP_KEYS)
     if unknown:
         raise ConfigError(f"config: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(TOP_KEYS))}")
@@ -176,6 +192,8 @@ def load_study(config: dict) -> Study:
             entries.append((rid, {"dataset": d, "model": m, "partition": p, "algorithm": a.label,
                                   "preset": a.preset, "seed": s}))
         study.experiments[ename] = entries
+    if not targets:
+        return study
     for section, registry, default_kind in (("tables", TABLE_KINDS, "accuracy"), ("figures", FIGURE_KINDS, None)):
         for name, entry in (config.get(section) or {}).items():
             if not isinstance(entry, dict):

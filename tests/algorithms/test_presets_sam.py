@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from fedflat.algorithms import PRESETS, build_algorithm
-from fedflat.algorithms.presets_sam import PENDING, SAM_PRESETS
+from fedflat.algorithms.presets_sam import SAM_PRESETS
 from fedflat.fl.batches import sample_clients
 
 from .helpers_sam import ce, ce_grad, forward, grad, make_sim, run, tensor_slices, unit
@@ -78,9 +78,6 @@ def mean_server(th, st, ends, S, states):
     return th + mean(e[0] - st for e in ends.values())
 
 
-needs_sam = pytest.mark.skipif(bool(PENDING), reason=f"parts not registered yet: {PENDING}")
-
-
 # ------------------------------------------------------------------------------- SAM family
 def test_fedasam(tmp_path):
     rho, eta = 0.5, 0.2
@@ -95,7 +92,6 @@ def test_fedasam(tmp_path):
     check("fedasam", {"rho": rho, "asam_eta": eta}, dict(local=local, server=mean_server), tmp=tmp_path)
 
 
-@needs_sam
 def test_mofedsam(tmp_path):
     rho, a = 0.3, 0.4
 
@@ -128,14 +124,12 @@ def scaffold_server(n, move=None):
     return server
 
 
-@needs_sam
 def test_fedgamma(tmp_path):
     rho = 0.3
     local = lambda i, w, x, y, th, S, st: scaffold_local(i, w, x, y, th, S, st, lambda w: sam_g(w, x, y, rho))
     check("fedgamma", {"rho": rho}, dict(local=local, server=scaffold_server(3)), tmp=tmp_path)
 
 
-@needs_sam
 def test_fedspeed(tmp_path):
     rho, alpha = 0.3, 0.1
 
@@ -147,7 +141,6 @@ def test_fedspeed(tmp_path):
     check("fedspeed", {"rho": rho, "alpha": alpha}, dict(local=local, server=feddyn_server(alpha, 3)), tmp=tmp_path)
 
 
-@needs_sam
 @pytest.mark.parametrize("upload", ["paper", "mu"])
 def test_fedsmoo(tmp_path, upload):
     rho, alpha = 0.3, 0.1
@@ -183,7 +176,6 @@ def lesam_delta(st, th, rho):
     return torch.zeros_like(th) if old is None else rho * unit(old - th)
 
 
-@needs_sam
 @pytest.mark.parametrize("name", ["fedlesam", "fedlesam_s", "fedlesam_d"])
 def test_fedlesam_family(tmp_path, name):
     rho, alpha = 0.4, 0.1
@@ -258,7 +250,6 @@ def lookahead(lam):
     return lambda th, S: th + lam * S.get("m", torch.zeros_like(th))
 
 
-@needs_sam
 def test_fednsam_s(tmp_path):
     rho, lam = 0.3, 0.6
 
@@ -275,7 +266,6 @@ def test_fednsam_s(tmp_path):
           dict(local=local, server=momentum_server(lam, extra=update_c), start=lookahead(lam)), tmp=tmp_path, rounds=3)
 
 
-@needs_sam
 def test_fednsam_d_alg1_per_step_extrapolation(tmp_path):
     rho, lam, alpha = 0.3, 0.6, 0.1
 
@@ -343,7 +333,6 @@ def test_fedsol_head_only(tmp_path, name):
 
 
 # ------------------------------------------------------------------------------- FedTOGA
-@needs_sam
 @pytest.mark.parametrize("mode,norm", [("G", "fedcm"), ("N", "fedcm"), ("fusion", "fedcm"), ("G", "step")])
 def test_fedtoga(tmp_path, mode, norm):
     rho, kappa, beta, alpha = 0.3, 1.5, 0.8, 0.1
@@ -468,7 +457,6 @@ GRAD_EVALS = {"fedasam": 2, "mofedsam": 2, "fedgamma": 2, "fedspeed": 2, "fedsmo
               "fedsol_fixed": 2, "fedtoga": 2, "fedntd": 1, "moon": 1}
 
 
-@needs_sam
 @pytest.mark.parametrize("name", SAM_PRESETS)
 def test_grad_evals_source_and_defaults(name):
     algo = build_algorithm(name)
@@ -478,7 +466,6 @@ def test_grad_evals_source_and_defaults(name):
 
 
 # ------------------------------------------------------------------------------- digits smoke
-@needs_sam
 def test_every_preset_learns_digits(tmp_path):
     """Defaults, a few rounds on the embedded digits data: no NaN and accuracy at least 3× chance
     (FedAvg reaches about 0.63 here; MoFedSAM's α = 0.1 local weight makes it the slowest, ~0.37)."""

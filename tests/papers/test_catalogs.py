@@ -4,11 +4,14 @@ The expected counts are derived here from the papers' table definitions (notes Â
 figures"), independently of the YAML, so a table that silently loses a row changes the count.
 """
 import copy
+import json
 
 import pytest
 
 from fedflat.errors import ConfigError
-from fedflat.papers.catalog import apply_scale
+from fedflat.papers.catalog import prepare_catalog
+from fedflat.scale import apply_scale
+from fedflat.study import load_study
 
 from .paper_helpers import PAPERS, load_or_skip, paper_config
 
@@ -73,13 +76,14 @@ def test_shared_runs_are_computed_once():
 def test_scale_that_merges_runs_is_refused():
     cfg = paper_config("fednsam", "tiny")
     cfg["scales"]["tiny"]["training"]["participation"] = 0.5  # would merge Table 4's p=2%/5%/10% runs
-    with pytest.raises(ConfigError, match="scales.tiny: the scaled grid has"):
-        apply_scale(cfg)
+    with pytest.raises(ConfigError, match="scales.tiny: merges runs that differ at paper scale: "
+                                          "training.clients_per_round .*table4"):
+        load_study(cfg)
 
 
 def test_relative_override_and_bad_scale():
     cfg = paper_config("fedtoga", "reduced")
-    out = apply_scale(cfg)
+    out = apply_scale(cfg).config
     assert out["experiments"]["t1_c10_n200"]["training"]["num_clients"] == 40  # 200 x 0.2
     bad = copy.deepcopy(cfg)
     bad["scale"] = "huge"
@@ -94,16 +98,17 @@ def test_pending_entry_waits_for_its_kind_and_hooks():
         "now": {"kind": "paper_curves", "experiment": "t2", "panels": [{"title": "x"}]},
         "hook_missing": {"kind": "paper_curves", "waits_for": "no_such_hook", "experiment": "t2", "panels": [{}]},
     }
-    out = apply_scale(cfg)
+    out, caption = prepare_catalog(cfg)
     assert "now" in out["figures"] and "later" not in out["figures"] and "hook_missing" not in out["figures"]
     assert "waits_for" not in out["figures"]["now"]
-    assert not {"pending_figures", "pending_tables", "scales", "paper"} & set(out)
+    assert not {"pending_figures", "pending_tables", "paper"} & set(out) and caption["paper"] == "FedNSAM"
+    assert "scales" not in apply_scale(out).config
 
 
 def test_unregistered_hook_is_dropped_not_fatal(capsys):
     cfg = paper_config("fednsam", "tiny")
     cfg["experiments"]["f2_sam"]["analysis"] = {"hooks": {"no_such_hook": {}}}
-    out = apply_scale(cfg)
+    out, _ = prepare_catalog(cfg)
     assert out["experiments"]["f2_sam"]["analysis"]["hooks"] == {}
     assert "no_such_hook is not registered yet" in capsys.readouterr().err
 
@@ -116,8 +121,8 @@ def test_report_caption_and_compute_proxy():
     cap = report_caption(study, "tables", "table4")
     assert cap.startswith("FedNSAM Table 4: CIFAR-100 ResNet-18") and "(scale: tiny; digits stand-ins" in cap
     spec = next(s for s in study.runs.values() if s.algorithm == "fedsam")
-    # 2 rounds x max(1, round(0.1 x 8)) = 1 client x 1 step x batch 16 x 2 gradients per SAM step
-    assert run_sample_grads(spec) == 2 * 1 * 1 * 16 * 2
+    # 2 rounds x round(0.1 x 40) = 4 clients x 2 steps x batch 16 x 2 gradients per SAM step
+    assert run_sample_grads(spec) == 2 * 4 * 2 * 16 * 2
 
 
 @pytest.mark.parametrize("paper", PAPERS)
@@ -139,9 +144,9 @@ def test_a_methods_own_training_scales_like_the_experiments():
     cfg["experiments"]["t2_emnist"]["algorithms"] = [{"preset": "fedavg", "training": {"lr": 0.1, "rounds": 100}},
                                                      "fedprox"]
     cfg["scales"]["tiny"]["training"] = {**cfg["scales"]["tiny"]["training"], "rounds": "x0.5"}
-    entry = apply_scale(cfg)["experiments"]["t2_emnist"]["algorithms"][0]
+    entry = apply_scale(cfg).config["experiments"]["t2_emnist"]["algorithms"][0]
     assert entry["training"] == {"lr": cfg["scales"]["tiny"]["training"]["lr"], "rounds": 50}
-    paper = apply_scale(paper_config("fedsagd", "paper"))["experiments"]["t2_emnist"]["algorithms"]
+    paper = apply_scale(paper_config("fedsagd", "paper")).config["experiments"]["t2_emnist"]["algorithms"]
     assert paper == paper_config("fedsagd", "paper")["experiments"]["t2_emnist"]["algorithms"]  # untouched
 
 
@@ -150,9 +155,101 @@ def test_reduced_reads_real_data_and_tiny_only_standins(paper):
     """`reduced` trains on the real data sets (MNIST, Fashion-MNIST, Shakespeare included); stand-ins only at `tiny`."""
     used = {}
     for scale in ("paper", "reduced", "tiny"):
-        out = apply_scale(paper_config(paper, scale))
+        out = apply_scale(paper_config(paper, scale)).config
         used[scale] = {d for e in out["experiments"].values() for d in e.get("datasets") or []}
     assert used["reduced"] == used["paper"] and not any(d.startswith("digits") for d in used["reduced"])
     assert all(d.startswith("digits_as_") for d in used["tiny"])
     real = {"fedsol": "mnist-cutout", "fedsynsam": "fmnist", "fedsagd": "shakespeare"}.get(paper)
     assert real is None or real in used["reduced"]
+
+
+# ------------------------------------------------------------------ what a scale must keep (issue #13, item 8)
+def _trains_alike(spec) -> str:
+    """What drives a run's training, written out here independently of fedflat.scale: participation
+    counts as the clients per round it gives, measurement-only settings are left out."""
+    tr = {k: v for k, v in spec.training.items()
+          if k not in ("participation", "backend", "eval_every", "eval_batch_size", "eval_subset", "checkpoint_every")}
+    return json.dumps([spec.dataset, spec.partition, spec.model, spec.algorithm, spec.seed, spec.hparams, spec.uplink,
+                       spec.model_kwargs, tr, max(1, round(spec.training["participation"] * spec.training["num_clients"]))],
+                      sort_keys=True)
+
+
+@pytest.mark.parametrize("scale", ["tiny", "reduced"])
+@pytest.mark.parametrize("paper", PAPERS)
+def test_scaled_catalog_keeps_paper_runs_apart_and_reaches_every_threshold(paper, scale):
+    """Every catalog loads at reduced and tiny; runs that train differently at paper scale still do
+    (FedNSAM 2%/5%, FedSAGD 1%/2%, FedSOL 2%/5%/10% were 1 client per round each); every synthetic-data
+    run reaches its R (FedSynSAM/DynaFed were FedSAM/FedAvg at 30 and 2 rounds)."""
+    ps, ss = load_or_skip(paper_config(paper, "paper")), load_or_skip(paper_config(paper, scale))
+    seen: dict[str, set] = {}
+    for e, entries in ss.experiments.items():
+        for (rid, _), (pid, _) in zip(entries, ps.experiments[e]):
+            seen.setdefault(_trains_alike(ss.runs[rid]), set()).add(_trains_alike(ps.runs[pid]))
+    assert all(len(v) == 1 for v in seen.values())
+    for spec in ss.runs.values():
+        if "syn_round" in spec.hparams:
+            assert spec.hparams["syn_round"] < spec.rounds
+            assert spec.hparams["syn_steps"] and spec.hparams["syn_steps"] <= spec.hparams["syn_round"]
+
+
+def test_participation_levels_that_collapse_are_refused_naming_the_target():
+    cfg = paper_config("fednsam", "reduced")
+    cfg["scales"]["reduced"]["training"]["num_clients"] = "x0.2"  # 20 clients: 2% and 5% are both 1 client per round
+    with pytest.raises(ConfigError, match=r"^scales.reduced: merges runs that differ at paper scale: "
+                                          r"training.clients_per_round 2 vs 5 at paper scale -> 1 vs 1 \(participation "
+                                          r"0.02 vs 0.05 of 20 clients\) \(experiments t4_p02, t4_p05; targets "
+                                          r"fig6_heterogeneity, table4\)"):
+        load_study(cfg)
+
+
+def test_scale_that_never_reaches_syn_round_is_refused_naming_the_target():
+    cfg = paper_config("fedsynsam", "reduced")
+    cfg["scales"]["reduced"].pop("algorithm_params", None)  # R = 30 kept while FMNIST's 300 rounds become 30
+    with pytest.raises(ConfigError, match=r"^scales.reduced: experiments.t2A_fmnist_q4: DynaFed syn_round 30 >= "
+                                          r"training.rounds 30: D_syn is never distilled nor used, so the run is FedAvg "
+                                          r"\(targets table2_A_fmnist, table2_A\)"):
+        load_study(cfg)
+    cfg = paper_config("fedsynsam", "tiny")
+    cfg["scales"]["tiny"]["training"]["rounds"] = 12  # Table VI's R = 200 scales to 12
+    with pytest.raises(ConfigError, match=r"experiments.t6_rounds: FedSynSAM R=200 syn_round 12 >= training.rounds 12"):
+        load_study(cfg)
+
+
+def _steps(study, experiment: str) -> int:
+    """The experiment's local work: its local epochs where a catalog states them, else its local steps."""
+    (k,) = {study.runs[rid].training.get("local_epochs") or study.runs[rid].local_steps
+            for rid, _ in study.experiments[experiment]}
+    return k
+
+
+@pytest.mark.parametrize("scale", ["paper", "reduced", "tiny"])
+def test_local_step_ratios_are_kept(scale):
+    """FedSynSAM Table IV (20/10/5 steps), FedSOL Fig. 4b (1/5/10 epochs), FedTOGA Fig. 7 (1/2/5/10 epochs)."""
+    syn = load_or_skip(paper_config("fedsynsam", scale))
+    assert _steps(syn, "t4A_k20_q4") == 2 * _steps(syn, "t2A_c10_q4") == 4 * _steps(syn, "t4A_k5_q4")
+    assert _steps(syn, "t4C_k20_k25") == 2 * _steps(syn, "t2C_c10_k25") == 4 * _steps(syn, "t4C_k5_k25")
+    sol = load_or_skip(paper_config("fedsol", scale))
+    if scale == "reduced":  # whole epochs on unbalanced clients (FedNova needs their unequal Ï„_i): 1/2/4, in order
+        assert 2 * _steps(sol, "f4_e1") == _steps(sol, "t2_c10") and _steps(sol, "f4_e10") == 2 * _steps(sol, "t2_c10")
+    else:
+        assert 5 * _steps(sol, "f4_e1") == _steps(sol, "t2_c10") and _steps(sol, "f4_e10") == 2 * _steps(sol, "t2_c10")
+    toga = load_or_skip(paper_config("fedtoga", scale))
+    e5 = _steps(toga, "t1_c10_n100")
+    assert (5 * _steps(toga, "f7_e1"), 5 * _steps(toga, "f7_e2"), _steps(toga, "f7_e10")) == (e5, 2 * e5, 2 * e5)
+
+
+@pytest.mark.parametrize("scale", ["reduced", "tiny"])
+def test_no_pretrained_224px_transformer_below_paper_scale(scale):
+    from fedflat.models import build_model
+    from fedflat.papers.standins import PRETRAINED_TRANSFORMERS
+
+    study = load_or_skip(paper_config("fednsam", scale))
+    t3 = {study.runs[rid].model: study.runs[rid].model_kwargs for rid, _ in study.experiments["t3"]}
+    assert len(t3) == 3 and not set(t3) & set(PRETRAINED_TRANSFORMERS)
+    if scale == "reduced":  # three different from-scratch ViTs at Tiny-ImageNet's 64 px
+        import torch
+
+        nets = [build_model(m, (3, 64, 64), 200, **kw) for m, kw in t3.items()]
+        sizes = {sum(p.numel() for p in net.parameters()) for net in nets}
+        assert len(sizes) == 3 and max(sizes) < 5_000_000
+        assert all(net(torch.zeros(2, 3, 64, 64)).shape == (2, 200) for net in nets)

@@ -187,8 +187,8 @@ def test_fedsynsam_tables_5_to_7_and_fig2_build(tmp_path):
     pdf, _ = prepare_and_build(study, "fig2_cosine", tmp_path, section="figures")
     assert pdf.exists()
     rid = next(rid for rid, lab in study.experiments["f2_cos_path"] if lab["algorithm"] == "FedLESAM")
-    cos = pd.read_csv(tmp_path / study.run_dir(rid) / "metrics.csv")["perturbation_cosine"]
-    assert cos.between(-1, 1).all()
+    cos = pd.read_csv(tmp_path / study.run_dir(rid) / "metrics.csv")["perturbation_cosine"].dropna()
+    assert len(cos) >= 2 and cos.between(-1, 1).all()  # measured every 5th round, the first and the last
 
 
 def test_fedsagd_catalog_decays_by_mu_alone_and_baselines_by_a3():

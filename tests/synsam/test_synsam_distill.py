@@ -108,3 +108,5 @@ def test_noise_init_is_seeded_and_profiles_follow_the_paper():
     assert PROFILES["cifar10"]["lr_img"] == 1000.0 and PROFILES["cinic10"]["ipc"] == 40
     assert profile_for("digits", (1, 8, 8)) == "fmnist" and profile_for("cifar10", (3, 32, 32)) == "cifar10"
     assert profile_for("cinic10", (3, 32, 32)) == "cinic10" and profile_for("tiny", (5,)) == "fmnist"
+    assert profile_for("digits_as_cifar10", (1, 8, 8)) == "cifar10"  # tiny stand-ins keep the paper's profile
+    assert profile_for("digits_as_cinic10", (1, 8, 8)) == "cinic10" and profile_for("digits_as_fmnist", (1, 8, 8)) == "fmnist"

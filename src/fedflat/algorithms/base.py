@@ -164,6 +164,12 @@ class Part:
     client_state: ClassVar[tuple[str, ...]] = ()  # persistent per-client vectors, zero-initialised
     grad_evals: ClassVar[int] = 0  # extra forward/backward passes per local step
     requires: ClassVar[tuple[str, ...]] = ()  # downlink vectors this part needs the server to send
+    # A part that only acts late must get the chance, else the run is a plainer method and the study
+    # refuses it (fedflat.scale.check_methods_act):
+    # {hyperparameter R: what never happens when R >= training.rounds} for a part acting in rounds t > R
+    round_thresholds: ClassVar[dict[str, str]] = {}
+    # what never happens with training.local_steps = 1, for a part that is zero at a round's start point
+    first_step_inert: ClassVar[str] = ""
     # the hyperparameter that IS the run's weight decay (FedSAGD's μ): the engine's
     # training.weight_decay then resolves to 0 for the run (Preset.training_for), never stacks
     decay_param: ClassVar[Optional[str]] = None

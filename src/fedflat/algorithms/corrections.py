@@ -57,6 +57,7 @@ class ProxCorrection(Correction):
     w⁰ = ctx.start (θ, or FedACG's look-ahead point); prox_anchor=theta uses the received θ."""
 
     name = "prox"
+    first_step_inert = "the proximal term μ(w − w⁰) is zero at a round's start point"
     params = {"mu": Param(0.01, "proximal weight μ", low=0.0),
               "prox_anchor": Param("start", "point the proximal term pulls to", choices=("start", "theta"))}
 

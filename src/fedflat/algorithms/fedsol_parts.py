@@ -59,6 +59,7 @@ class KLProxLoss(LossTerm):
     Table 10 A5): β·KL(softmax(f_θ(x)/τ) ‖ softmax(f_w(x)/τ)), batchmean, no τ². β = 1 (notes §8.3)."""
 
     name = "kl_prox"
+    first_step_inert = "the proximal KL has no gradient at a round's start point"
     params = {"kl_beta": Param(1.0, "weight β of the proximal KL", low=0.0), "sol_tau": SOL_TAU}
 
     def loss_term(self, ctx, logits, x, y, model):
@@ -210,6 +211,7 @@ class ProjectionPerturbation(ProxSource, Perturbation):
     depend on L_p's scale, so μ/β do not enter). No perturbation."""
 
     name = "projection"
+    first_step_inert = "g_p is zero at a round's start point: nothing to project on"
     grad_evals = 2
     params = {"sol_prox": SOL_PROX, "sol_tau": SOL_TAU}
 

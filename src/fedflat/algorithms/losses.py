@@ -85,6 +85,8 @@ class FedSOLPerturbation(Perturbation):
     on for the first pass, off for the second; fl/running_stats.py); at ε = 0 the one pass at w does.
     """
 
+    first_step_inert = "FedSOL's perturbation is zero at a round's first step (Λ = 0, g_p = 0)"
+
     name = "fedsol"
     grad_evals = 2
     params = {

@@ -7,114 +7,83 @@ for most baselines; 0.05 where it gives 0.01, matching FedSAM here and FedNSAM's
 """
 from __future__ import annotations
 
-from .corrections import CORRECTIONS
-from .perturbations import PERTURBATIONS
 from .presets import PRESETS, preset
-from .servers import SERVERS
-
-# Parts another engineer registers in corrections.py / servers.py. A preset that needs one of them
-# is held back (listed in PENDING) until it exists; any other unknown part name is a bug here.
-_PROMISED = {"correction": {"prox", "scaffold", "feddyn", "momentum_mix"},
-             "server": {"mean", "momentum", "feddyn", "adam", "yogi", "nova"}}
-PENDING: dict[str, list[str]] = {}
-
-
-def _missing(perturbation, corrections, server) -> list[str]:
-    if perturbation not in PERTURBATIONS:
-        raise KeyError(f"presets_sam: unknown perturbation {perturbation!r}")
-    out = []
-    for kind, names, reg in (("correction", corrections, CORRECTIONS), ("server", (server,), SERVERS)):
-        for n in names:
-            if n not in reg:
-                if n not in _PROMISED[kind]:
-                    raise KeyError(f"presets_sam: unknown {kind} {n!r}")
-                out.append(f"{kind} {n}")
-    return out
-
-
-def sam_preset(name, label, perturbation, server, source, corrections=(), **kw):
-    missing = _missing(perturbation, corrections, server)
-    if missing:
-        PENDING[name] = missing
-        return
-    preset(name, label, perturbation, server, source, corrections=corrections, **kw)
-
 
 NSAM = "FedNSAM (Liu et al., MM 2025)"
 
 # --------------------------------------------------------------------------- SAM family
-sam_preset("fedasam", "FedASAM", "asam", "mean",
-           "Caldarola et al. 2022 (FedASAM) with ASAM of Kwon et al. 2021, Eq. 8; FedSOL notes §2.7",
-           defaults={"rho": 0.7, "asam_eta": 0.2})
-sam_preset("mofedsam", "MoFedSAM", "sam", "mean",
-           "Qu et al. 2022 (MoFedSAM = FedSAM + FedCM); FedNSAM §4.2 with the sign of notes 000 §8.11",
-           corrections=("momentum_mix",), defaults={"rho": 0.05, "cm_alpha": 0.1})
-sam_preset("fedgamma", "FedGAMMA", "sam", "mean",
-           "Dai et al. 2023 (SAM + SCAFFOLD option II); FedTOGA Table 5, notes 004 §3.4",
-           corrections=("scaffold",), defaults={"rho": 0.1})
-sam_preset("fedspeed", "FedSpeed", "sam", "feddyn",
-           "Sun et al. 2023 (FedDyn + SAM as in FL-Simulator); FedTOGA Table 5, notes 004 §3.4",
-           corrections=("feddyn",), defaults={"rho": 0.1, "alpha": 0.1})
-sam_preset("fedsmoo", "FedSMOO", "smoo", "feddyn",
-           "Sun et al. 2023; FedTOGA App. A Alg. 2 (dual-corrected perturbation + FedDyn dual)",
-           corrections=("feddyn",), defaults={"rho": 0.1, "alpha": 0.1})
-sam_preset("fedspeed_np", "FedSpeed+NP", "sam", "feddyn",
-           "FedSpeed with FedTOGA's N-perturbation module (FedTOGA Sec. 4.2, App. B.7 Fig. 5)",
-           corrections=("feddyn",), defaults={"rho": 0.1, "alpha": 0.1}, fixed={"np_mode": "N"})
-sam_preset("fedsmoo_np", "FedSMOO+NP", "smoo", "feddyn",
-           "FedSMOO with FedTOGA's N-perturbation module (FedTOGA Sec. 4.2, App. B.7 Fig. 5)",
-           corrections=("feddyn",), defaults={"rho": 0.1, "alpha": 0.1}, fixed={"np_mode": "N"})
-sam_preset("fedlesam", "FedLESAM", "stale_direction", "mean",
-           "Fan et al. 2024 (stale-model direction); FedTOGA Alg. 3 perturbation on a FedAvg base",
-           defaults={"rho": 0.05})
-sam_preset("fedlesam_s", "FedLESAM-S", "stale_direction", "mean",
-           "Fan et al. 2024; FedTOGA Table 5 (FedLESAM on SCAFFOLD)",
-           corrections=("scaffold",), defaults={"rho": 0.1})
-sam_preset("fedlesam_d", "FedLESAM-D", "stale_direction", "feddyn",
-           "Fan et al. 2024; FedTOGA App. A Alg. 3 (FedLESAM on FedDyn)",
-           corrections=("feddyn",), defaults={"rho": 0.1, "alpha": 0.1})
+preset("fedasam", "FedASAM", "asam", "mean",
+       "Caldarola et al. 2022 (FedASAM) with ASAM of Kwon et al. 2021, Eq. 8; FedSOL notes §2.7",
+       defaults={"rho": 0.7, "asam_eta": 0.2})
+preset("mofedsam", "MoFedSAM", "sam", "mean",
+       "Qu et al. 2022 (MoFedSAM = FedSAM + FedCM); FedNSAM §4.2 with the sign of notes 000 §8.11",
+       corrections=("momentum_mix",), defaults={"rho": 0.05, "cm_alpha": 0.1})
+preset("fedgamma", "FedGAMMA", "sam", "mean",
+       "Dai et al. 2023 (SAM + SCAFFOLD option II); FedTOGA Table 5, notes 004 §3.4",
+       corrections=("scaffold",), defaults={"rho": 0.1})
+preset("fedspeed", "FedSpeed", "sam", "feddyn",
+       "Sun et al. 2023 (FedDyn + SAM as in FL-Simulator); FedTOGA Table 5, notes 004 §3.4",
+       corrections=("feddyn",), defaults={"rho": 0.1, "alpha": 0.1})
+preset("fedsmoo", "FedSMOO", "smoo", "feddyn",
+       "Sun et al. 2023; FedTOGA App. A Alg. 2 (dual-corrected perturbation + FedDyn dual)",
+       corrections=("feddyn",), defaults={"rho": 0.1, "alpha": 0.1})
+preset("fedspeed_np", "FedSpeed+NP", "sam", "feddyn",
+       "FedSpeed with FedTOGA's N-perturbation module (FedTOGA Sec. 4.2, App. B.7 Fig. 5)",
+       corrections=("feddyn",), defaults={"rho": 0.1, "alpha": 0.1}, fixed={"np_mode": "N"})
+preset("fedsmoo_np", "FedSMOO+NP", "smoo", "feddyn",
+       "FedSMOO with FedTOGA's N-perturbation module (FedTOGA Sec. 4.2, App. B.7 Fig. 5)",
+       corrections=("feddyn",), defaults={"rho": 0.1, "alpha": 0.1}, fixed={"np_mode": "N"})
+preset("fedlesam", "FedLESAM", "stale_direction", "mean",
+       "Fan et al. 2024 (stale-model direction); FedTOGA Alg. 3 perturbation on a FedAvg base",
+       defaults={"rho": 0.05})
+preset("fedlesam_s", "FedLESAM-S", "stale_direction", "mean",
+       "Fan et al. 2024; FedTOGA Table 5 (FedLESAM on SCAFFOLD)",
+       corrections=("scaffold",), defaults={"rho": 0.1})
+preset("fedlesam_d", "FedLESAM-D", "stale_direction", "feddyn",
+       "Fan et al. 2024; FedTOGA App. A Alg. 3 (FedLESAM on FedDyn)",
+       corrections=("feddyn",), defaults={"rho": 0.1, "alpha": 0.1})
 
 # --------------------------------------------------------------------------- FedNSAM variants
-sam_preset("fednsam_s", "FedNSAM-S", "momentum_direction", "momentum",
-           f"{NSAM} Table 5 (Alg. 1 local rule + SCAFFOLD control variates; notes 000 §2.15)",
-           corrections=("scaffold",), defaults={"rho": 0.1, "lam": 0.85}, fixed={"lookahead": True})
-sam_preset("fednsam_d", "FedNSAM-D", "own_momentum_direction", "feddyn",
-           f"{NSAM} Table 5 (Alg. 1 lines 7-10 per step + FedDyn regulariser and server; notes 000 §2.15)",
-           corrections=("feddyn",), defaults={"rho": 0.1, "lam": 0.85, "alpha": 0.1}, fixed={"extrapolate": True})
-sam_preset("fedavg_nesterov", "FedAvg+Nesterov", "none", "momentum",
-           f"{NSAM} Table 6 (look-ahead start θ+λm, SGD, server momentum; repo's FedNesterov)",
-           defaults={"lam": 0.85}, fixed={"lookahead": True})
-sam_preset("fedsam_nesterov", "FedSAM+Nesterov", "sam", "momentum",
-           f"{NSAM} Table 6 (local SAM from θ+λm, server momentum; repo's main_FedNSAM.py)",
-           defaults={"rho": 0.1, "lam": 0.85}, fixed={"lookahead": True})
-sam_preset("fednsam_no_nesterov", "FedNSAM−Nesterov", "own_momentum_direction", "mean",
-           f"{NSAM} Table 6 (δ = −ρ m/‖m‖, no look-ahead; server moves by the plain mean, m kept as EMA)",
-           defaults={"rho": 0.1, "lam": 0.85}, fixed={"extrapolate": False})
-sam_preset("fednsam_no_nesterov_m", "FedNSAM−Nesterov (θ+m)", "momentum_direction", "momentum",
-           f"{NSAM} Table 6, alternative reading: no look-ahead but the server still moves θ ← θ + m",
-           defaults={"rho": 0.1, "lam": 0.85}, fixed={"lookahead": False})
+preset("fednsam_s", "FedNSAM-S", "momentum_direction", "momentum",
+       f"{NSAM} Table 5 (Alg. 1 local rule + SCAFFOLD control variates; notes 000 §2.15)",
+       corrections=("scaffold",), defaults={"rho": 0.1, "lam": 0.85}, fixed={"lookahead": True})
+preset("fednsam_d", "FedNSAM-D", "own_momentum_direction", "feddyn",
+       f"{NSAM} Table 5 (Alg. 1 lines 7-10 per step + FedDyn regulariser and server; notes 000 §2.15)",
+       corrections=("feddyn",), defaults={"rho": 0.1, "lam": 0.85, "alpha": 0.1}, fixed={"extrapolate": True})
+preset("fedavg_nesterov", "FedAvg+Nesterov", "none", "momentum",
+       f"{NSAM} Table 6 (look-ahead start θ+λm, SGD, server momentum; repo's FedNesterov)",
+       defaults={"lam": 0.85}, fixed={"lookahead": True})
+preset("fedsam_nesterov", "FedSAM+Nesterov", "sam", "momentum",
+       f"{NSAM} Table 6 (local SAM from θ+λm, server momentum; repo's main_FedNSAM.py)",
+       defaults={"rho": 0.1, "lam": 0.85}, fixed={"lookahead": True})
+preset("fednsam_no_nesterov", "FedNSAM−Nesterov", "own_momentum_direction", "mean",
+       f"{NSAM} Table 6 (δ = −ρ m/‖m‖, no look-ahead; server moves by the plain mean, m kept as EMA)",
+       defaults={"rho": 0.1, "lam": 0.85}, fixed={"extrapolate": False})
+preset("fednsam_no_nesterov_m", "FedNSAM−Nesterov (θ+m)", "momentum_direction", "momentum",
+       f"{NSAM} Table 6, alternative reading: no look-ahead but the server still moves θ ← θ + m",
+       defaults={"rho": 0.1, "lam": 0.85}, fixed={"lookahead": False})
 
 # --------------------------------------------------------------------------- FedSOL, FedTOGA
-sam_preset("fedsol", "FedSOL", "fedsol", "mean",
-           "Lee et al. 2024 (FedSOL) Alg. 1, Eqs. 5-8: adaptive Λ, head-only (Sec. 3.4), KL τ=3",
-           defaults={"rho": 2.0})
-sam_preset("fedsol_fixed", "FedSOL (fixed ρ)", "fedsol", "mean",
-           "Lee et al. 2024 (FedSOL) Eq. 5-6 with Λ = 1 (official fedsol_fixed)",
-           defaults={"rho": 2.0}, fixed={"sol_adaptive": False})
-sam_preset("fedtoga", "FedTOGA", "toga", "feddyn",
-           "FedTOGA Alg. 1 lines 7, 11, 12, 14 (G-perturbation g+κΔ, FedDyn dual, +βΔ; notes 004 §2.7)",
-           corrections=("feddyn", "global_delta"),
-           defaults={"rho": 0.1, "kappa": 1.0, "beta": 0.8, "alpha": 0.1})
+preset("fedsol", "FedSOL", "fedsol", "mean",
+       "Lee et al. 2024 (FedSOL) Alg. 1, Eqs. 5-8: adaptive Λ, head-only (Sec. 3.4), KL τ=3",
+       defaults={"rho": 2.0})
+preset("fedsol_fixed", "FedSOL (fixed ρ)", "fedsol", "mean",
+       "Lee et al. 2024 (FedSOL) Eq. 5-6 with Λ = 1 (official fedsol_fixed)",
+       defaults={"rho": 2.0}, fixed={"sol_adaptive": False})
+preset("fedtoga", "FedTOGA", "toga", "feddyn",
+       "FedTOGA Alg. 1 lines 7, 11, 12, 14 (G-perturbation g+κΔ, FedDyn dual, +βΔ; notes 004 §2.7)",
+       corrections=("feddyn", "global_delta"),
+       defaults={"rho": 0.1, "kappa": 1.0, "beta": 0.8, "alpha": 0.1})
 
 # --------------------------------------------------------------------------- loss-term baselines
-sam_preset("fedntd", "FedNTD", "none", "mean",
-           "Lee et al. 2022 (FedNTD) not-true distillation; FedSOL Table 8 (β=1, τ=1)",
-           corrections=("ntd",))
-sam_preset("moon", "MOON", "none", "mean",
-           "Li et al. 2021 (MOON) model-contrastive loss; FedSOL Table 8 (μ=0.1, τ=0.5)",
-           corrections=("moon",))
+preset("fedntd", "FedNTD", "none", "mean",
+       "Lee et al. 2022 (FedNTD) not-true distillation; FedSOL Table 8 (β=1, τ=1)",
+       corrections=("ntd",))
+preset("moon", "MOON", "none", "mean",
+       "Li et al. 2021 (MOON) model-contrastive loss; FedSOL Table 8 (μ=0.1, τ=0.5)",
+       corrections=("moon",))
 
 SAM_PRESETS = ("fedasam", "mofedsam", "fedgamma", "fedspeed", "fedsmoo", "fedlesam", "fedlesam_s", "fedlesam_d",
                "fednsam_s", "fednsam_d", "fedavg_nesterov", "fedsam_nesterov", "fednsam_no_nesterov",
                "fednsam_no_nesterov_m", "fedsol", "fedsol_fixed", "fedtoga", "fedntd", "moon")
-assert all(n in PRESETS or n in PENDING for n in SAM_PRESETS)
+assert all(n in PRESETS for n in SAM_PRESETS)

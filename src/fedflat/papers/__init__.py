@@ -1,10 +1,12 @@
 """Paper catalogs: every table and figure of the five papers as study-config data.
 
-catalog   -- the `scale` knob (paper | reduced | tiny) and pending entries, applied before expansion
+catalog   -- a catalog's own keys (paper:, pending entries), captions; the `scale` knob is the study's
+             (fedflat.scale)
 published -- parsing the published values copied from the papers ("79.63±0.27", "1000+", "-")
 stats     -- mean ± std over seeds, rounds to a target accuracy ("T+" when never reached)
 kinds     -- table/figure kinds: paper_table, paper_curves, paper_sweep
-standins  -- digits-sized stand-in datasets/models used only at `tiny` scale
+standins  -- digits-sized stand-in datasets/models (`tiny` scale); small ViTs for the pretrained
+             transformers (`reduced` scale)
 
 Kept import-light: fedflat.data imports `standins` at start-up.
 """

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import ConfigError
+from ..scale import experiment_targets
 
 REQUIRED_TRAINING = ("num_clients", "participation", "rounds", "batch_size", "lr", "lr_decay", "weight_decay",
                      "local_momentum")
@@ -168,27 +169,6 @@ def _same(a: Any, b: Any) -> bool:
 
 def _same_set(stated: list, ours: list) -> bool:
     return len(stated) == len(ours) and all(any(_same(s, o) for o in ours) for s in stated)
-
-
-def experiment_targets(config: dict) -> dict[str, list[str]]:
-    """{experiment: [table/figure names that read it]} from every `experiment:` key in a target's entry."""
-    out: dict[str, list[str]] = {}
-
-    def walk(node, target):
-        if isinstance(node, dict):
-            e = node.get("experiment")
-            if isinstance(e, str) and target not in out.setdefault(e, []):
-                out[e].append(target)
-            for v in node.values():
-                walk(v, target)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v, target)
-
-    for section in ("tables", "figures", "pending_tables", "pending_figures"):
-        for name, entry in (config.get(section) or {}).items():
-            walk(entry, name)
-    return out
 
 
 def check(paper: str, root: Path | str = "config/papers") -> list[Finding]:

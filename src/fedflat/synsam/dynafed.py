@@ -25,6 +25,7 @@ _FT_TAG = 0xD7FA
 @SERVERS.register("dynafed")
 class DynaFedServer(SyntheticSource, MeanServer):
     name = "dynafed"
+    round_thresholds = {"syn_round": "D_syn is never distilled nor used, so the run is FedAvg"}
     params = {
         **MeanServer.params,
         **SYN_PARAMS,

@@ -27,6 +27,7 @@ class SynSAMPerturbation(SyntheticSource, Perturbation):
     name = "synsam"
     grad_evals = 2
     broadcast = True
+    round_thresholds = {"syn_round": "D_syn is never distilled nor used, so the run is FedSAM"}
     params = {
         "rho": Param(0.05, "SAM radius ρ", low=0.0),
         "beta": Param(0.9, "weight β of the local gradient in the ascent direction", low=0.0, high=1.0),
