@@ -30,7 +30,7 @@ from ..util.io import atomic_write
 PARTITIONERS: Registry[Callable[..., list[np.ndarray]]] = Registry("partition")
 DIRICHLET_VARIANTS = ("rep", "norep", "lda")
 LDA_MIN_SIZE = 10
-LDA_MAX_TRIES = 1000
+LDA_MAX_TRIES = 200_000  # the official code retries without bound; dir0.05 over 100 CIFAR-10 clients needs ~1e4-6e4
 
 _SPEC = re.compile(r"^(?:(iid)|dir(?P<alpha>[0-9.eE+-]+)(?:-(?P<variant>[a-z]+))?|shards(?P<shards>[0-9]+))$")
 
@@ -117,22 +117,27 @@ def dirichlet(labels, num_clients, rng, alpha: float, variant: str, samples_per_
 
 
 def _dirichlet_lda(labels, num_clients, rng, alpha, num_classes):
+    """Re-drawn until every client holds LDA_MIN_SIZE samples, as the official FedNTD/FedSOL code (which loops
+    without bound): at α=0.05 with 100 CIFAR-10 clients that takes ~1e4-6e4 draws. A draw only counts sizes;
+    the buckets are built once, from the accepted draw (same random stream as building them every time)."""
     n = len(labels)
     min_size = min(LDA_MIN_SIZE, n // num_clients)
+    by_class = [np.flatnonzero(labels == c) for c in range(num_classes)]
     for _ in range(LDA_MAX_TRIES):
-        buckets = [[] for _ in range(num_clients)]
-        for c in range(num_classes):
-            idx = rng.permutation(np.flatnonzero(labels == c))
+        sizes = np.zeros(num_clients, dtype=np.int64)
+        draws = []
+        for members in by_class:
+            idx = rng.permutation(members)
             p = rng.dirichlet(alpha * np.ones(num_clients))
             # NIID-Bench balancing: a client already holding >= n/N samples gets no more
-            full = np.array([len(b) >= n / num_clients for b in buckets])
-            p = np.where(full, 0.0, p)
+            p = np.where(sizes >= n / num_clients, 0.0, p)
             p = p / p.sum() if p.sum() > 0 else np.ones(num_clients) / num_clients
             cuts = (np.cumsum(p) * len(idx)).astype(int)[:-1]
-            for b, part in zip(buckets, np.split(idx, cuts)):
-                b.extend(part.tolist())
-        if min(len(b) for b in buckets) >= min_size:
-            return [np.sort(np.asarray(b, dtype=np.int64)) for b in buckets]
+            sizes += np.diff(np.concatenate(([0], cuts, [len(idx)])))
+            draws.append((idx, cuts))
+        if sizes.min() >= min_size:
+            parts = [np.split(idx, cuts) for idx, cuts in draws]
+            return [np.sort(np.concatenate([pc[k] for pc in parts])).astype(np.int64) for k in range(num_clients)]
     raise ConfigError(f"partition: dir{alpha}-lda could not give every client {min_size} samples in {LDA_MAX_TRIES} tries")
 
 

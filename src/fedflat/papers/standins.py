@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..data.base import DATASETS
 from ..models.registry import MODELS
 
-PAPER_DATASETS = ("cifar10", "cifar10-cutout", "cifar10-half", "cifar100", "cifar100-half", "mnist", "mnist-cutout",
+PAPER_DATASETS = ("cifar10", "cifar10-cutout", "cifar10-half", "cifar100", "cifar100-half", "mnist", "mnist-aug", "mnist-cutout",
                   "fmnist", "emnist-l10", "svhn", "cinic10", "tiny_imagenet", "pathmnist", "tissuemnist",
                   "shakespeare")
 PAPER_MODELS = ("lenet5", "cnn_fedavg", "cnn_feddyn", "swin_s_pretrained", "swin_b_pretrained", "vit_b16_pretrained", "convnet_synsam", "mlp2", "vgg11", "resnet18", "resnet10", "char_lstm",
