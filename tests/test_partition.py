@@ -25,7 +25,7 @@ def test_disjoint_schemes_cover_without_overlap(spec):
         assert sorted(flat.tolist()) == list(range(len(LABELS)))
 
 
-@pytest.mark.parametrize("spec", ["iid", "shards2", "dir0.3-rep", "dir0.3-norep", "dir0.3-lda"])
+@pytest.mark.parametrize("spec", ["iid", "shards2", "dir0.3-rep", "dir0.3-norep", "dir0.3-lda", "path3"])
 def test_histogram_matches_indices(spec):
     p = make_partition(LABELS, spec, 20, seed=3)
     for c, idx in enumerate(p.clients):
@@ -131,3 +131,69 @@ def test_canonical_names():
     assert canonical_partition("dir0.10") == "dir0.1-rep"
     assert canonical_partition("dir0.6", "lda") == "dir0.6-lda"
     assert canonical_partition("iid") == "iid"
+
+
+# path{c}: the FL-Simulator / FedDyn `Pathological` split (FedTOGA's "c active categories in each client")
+def distinct_classes(p: Partition) -> np.ndarray:
+    return (p.histogram > 0).sum(1)
+
+
+@pytest.mark.parametrize("c", [1, 3, 6])
+def test_path_gives_every_client_exactly_c_classes_in_equal_shares(c):
+    p = make_partition(LABELS, f"path{c}", 20, seed=0)
+    assert distinct_classes(p).tolist() == [c] * 20
+    assert {len(x) for x in p.clients} == {50}
+    for h in p.histogram:  # 50 samples as evenly as possible over the c classes
+        assert h[h > 0].max() - h[h > 0].min() <= 1
+    for idx in p.clients:
+        assert len(set(idx.tolist())) == len(idx), "a client holds a sample twice"
+
+
+def test_shards_give_fewer_than_c_classes_which_is_why_path_exists():
+    # FedTOGA's CIFAR-10 federation at a tenth of the size: 100 clients, 600 samples per class, so the
+    # sorted shards are class-pure; a client dealt two shards of one class holds fewer than c classes
+    labels = np.repeat(np.arange(10), 600)
+    for c in (3, 6):
+        s = distinct_classes(make_partition(labels, f"shards{c}", 100, seed=0))
+        assert s.max() <= c and s.mean() < c - 0.2 and s.min() < c
+        assert distinct_classes(make_partition(labels, f"path{c}", 100, seed=0)).tolist() == [c] * 100
+
+
+def test_path_picks_classes_at_random_per_client():
+    # the lineage draws each client's classes independently: with N = K = 10 and c = 1 some classes go
+    # unused (P(all 10 used) = 10!/10^10 < 0.04 %), unlike shards1, which gives each class to one client
+    p = make_partition(LABELS, "path1", 10, seed=0)
+    assert (p.histogram.sum(0) > 0).sum() < 10
+    assert (make_partition(LABELS, "shards1", 10, seed=0).histogram.sum(0) > 0).sum() == 10
+
+
+def test_path_refills_an_exhausted_class_so_samples_repeat_across_clients():
+    # 40 clients x 30 samples = 1,200 > 1,000: classes are over-demanded and refilled, often mid-client
+    # (a pool of 10 left for a share of 30): that client must not get its 10 again from the refill
+    p = make_partition(LABELS, "path1", 40, seed=0, samples_per_client=30)
+    flat = np.concatenate(p.clients)
+    assert len(set(flat.tolist())) < len(flat)
+    assert distinct_classes(p).tolist() == [1] * 40
+    for idx in p.clients:
+        assert len(set(idx.tolist())) == len(idx)
+    # without over-demand no sample is dealt twice
+    q = make_partition(np.repeat(np.arange(2), 500), "path2", 10, seed=0)
+    assert len(set(np.concatenate(q.clients).tolist())) == 1000
+
+
+def test_path_is_seeded():
+    a, b, c = (make_partition(LABELS, "path3", 20, seed=s) for s in (5, 5, 6))
+    assert all(np.array_equal(x, y) for x, y in zip(a.clients, b.clients))
+    assert not all(np.array_equal(x, y) for x, y in zip(a.clients, c.clients))
+    assert a.meta["spec"] == canonical_partition("path03") == "path3"
+
+
+def test_path_more_classes_than_the_data_is_an_error_except_on_standins():
+    with pytest.raises(ConfigError, match=r"^partition: path20 asks for 20 classes per client but the data set has 10$"):
+        make_partition(LABELS, "path20", 5, seed=0)
+    p = make_partition(LABELS, "path20", 5, seed=0, standin=True)  # tiny scale: CIFAR-100's c=20 on 10 digits
+    assert distinct_classes(p).tolist() == [10] * 5
+    with pytest.raises(ConfigError, match="samples per client"):
+        make_partition(LABELS, "path6", 200, seed=0)  # 5 samples each cannot hold 6 classes
+    with pytest.raises(ConfigError, match="at least 1 class"):
+        parse_partition("path0")

@@ -36,7 +36,7 @@ def cmd_partition(a) -> None:
         p = natural_partition(data, a.num_clients, a.seed)
     else:
         p = make_partition(data.train_y.numpy(), a.spec, a.num_clients, a.seed, a.variant,
-                           a.samples_per_client or None, data.num_classes)
+                           a.samples_per_client or None, data.num_classes, standin="standin_for" in data.meta)
     p.meta["dataset"] = a.dataset
     p.save(a.out)
     print(f"partition {p.meta['spec']}: {p.num_clients} clients, sizes {min(map(len, p.clients))}..{max(map(len, p.clients))}")

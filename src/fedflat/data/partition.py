@@ -8,7 +8,12 @@ A partition spec is a short canonical string so it can be a path component:
   dir{a}-norep           Dirichlet(a), balanced sizes, without replacement: FedACG
   dir{a}-lda             per-class Dirichlet(a) over clients, unbalanced, minimum size 10,
                          re-drawn until met: NIID-Bench / FedSOL / flwr-datasets
-  shards{c}              sort by label, cut into N*c shards, c shards per client (McMahan et al.)
+  shards{c}              sort by label, cut into N*c shards, c shards per client (McMahan et al.);
+                         two shards may hold the same class: often fewer than c classes
+  path{c}                pathological: every client gets exactly c distinct classes, drawn uniformly
+                         at random per client, in equal shares, balanced sizes, class pools refilled
+                         when exhausted (samples may repeat across clients): FL-Simulator / FedDyn
+                         DatasetObject's `Pathological` rule (FedTOGA, FedSMOO, FedLESAM)
   natural                one client per natural group of the data set (Shakespeare roles)
 
 `dir{a}` without a variant takes the config's default variant.
@@ -32,7 +37,8 @@ DIRICHLET_VARIANTS = ("rep", "norep", "lda")
 LDA_MIN_SIZE = 10
 LDA_MAX_TRIES = 200_000  # the official code retries without bound; dir0.05 over 100 CIFAR-10 clients needs ~1e4-6e4
 
-_SPEC = re.compile(r"^(?:(iid)|dir(?P<alpha>[0-9.eE+-]+)(?:-(?P<variant>[a-z]+))?|shards(?P<shards>[0-9]+))$")
+_SPEC = re.compile(r"^(?:(iid)|dir(?P<alpha>[0-9.eE+-]+)(?:-(?P<variant>[a-z]+))?|shards(?P<shards>[0-9]+)"
+                   r"|path(?P<path>[0-9]+))$")
 
 
 def parse_partition(spec: str, default_variant: str = "rep") -> tuple[str, dict]:
@@ -42,7 +48,7 @@ def parse_partition(spec: str, default_variant: str = "rep") -> tuple[str, dict]
     m = _SPEC.match(str(spec))
     if not m:
         raise ConfigError(
-            f"partition: cannot parse {spec!r}; allowed forms: iid, dir<alpha>[-rep|-norep|-lda], shards<c>, natural"
+            f"partition: cannot parse {spec!r}; allowed forms: iid, dir<alpha>[-rep|-norep|-lda], shards<c>, path<c>, natural"
         )
     if m.group(1):
         return "iid", {}
@@ -51,6 +57,11 @@ def parse_partition(spec: str, default_variant: str = "rep") -> tuple[str, dict]
         if c < 1:
             raise ConfigError(f"partition: {spec!r} needs at least 1 shard per client")
         return "shards", {"shards_per_client": c}
+    if m.group("path") is not None:
+        c = int(m.group("path"))
+        if c < 1:
+            raise ConfigError(f"partition: {spec!r} needs at least 1 class per client")
+        return "path", {"classes_per_client": c}
     try:
         alpha = float(m.group("alpha"))
     except ValueError:
@@ -67,6 +78,8 @@ def canonical_partition(spec: str, default_variant: str = "rep") -> str:
     kind, p = parse_partition(spec, default_variant)
     if kind == "dirichlet":
         return f"dir{p['alpha']:g}-{p['variant']}"
+    if kind == "path":
+        return f"path{p['classes_per_client']}"
     return str(spec)
 
 
@@ -84,6 +97,55 @@ def shards(labels, num_clients, rng, shards_per_client: int) -> list[np.ndarray]
     pieces = np.array_split(order, n_shards)
     assign = rng.permutation(n_shards).reshape(num_clients, shards_per_client)
     return [np.sort(np.concatenate([pieces[s] for s in row])) for row in assign]
+
+
+@PARTITIONERS.register("path")
+def pathological(labels, num_clients, rng, classes_per_client: int, standin: bool = False,
+                 samples_per_client: int | None = None) -> list[np.ndarray]:
+    """Each client: c distinct classes drawn uniformly at random (independently per client, so with
+    N*c < K or by chance some classes go unused), n//N samples split as evenly as possible among them.
+
+    The lineage draws each sample's class from the client's uniform prior over its c classes
+    (multinomial shares); equal shares are that prior's expectation and guarantee exactly c classes.
+    A class pool that runs out is refilled with a fresh permutation of the class, as the lineage does,
+    so an over-demanded class repeats samples across clients (within a client only if its share exceeds
+    the class).
+    On a stand-in data set with fewer classes than c (tiny scale: 10 digits for CIFAR-100's c = 20)
+    every client gets all its classes; elsewhere c > classes is a ConfigError."""
+    classes = np.flatnonzero(np.bincount(labels))
+    c = classes_per_client
+    if c > len(classes):
+        if not standin:
+            raise ConfigError(f"partition: path{c} asks for {c} classes per client but the data set has {len(classes)}")
+        c = len(classes)
+    n = samples_per_client or len(labels) // num_clients
+    if n < c:
+        raise ConfigError(f"partition: path{classes_per_client} needs >= {c} samples per client, got {n}")
+    members = {k: np.flatnonzero(labels == k) for k in classes}
+    pools = {k: rng.permutation(v) for k, v in members.items()}
+    out = []
+    for _ in range(num_clients):
+        chosen = rng.choice(classes, size=c, replace=False)
+        shares = np.full(c, n // c)
+        shares[rng.choice(c, size=n % c, replace=False)] += 1
+        picked = [_take(pools, members, k, m, rng) for k, m in zip(chosen, shares)]
+        out.append(np.sort(np.concatenate(picked)).astype(np.int64))
+    return out
+
+
+def _take(pools: dict, members: dict, k, m: int, rng) -> np.ndarray:
+    """m samples of class k from its pool. An exhausted pool is refilled with a fresh permutation of the
+    class whose last entries are the samples this client already took, so a client repeats none unless
+    its share exceeds the class."""
+    took, need = [], m
+    while need:
+        if not len(pools[k]):
+            held = np.concatenate(took) if took else members[k][:0]
+            pools[k] = np.concatenate([rng.permutation(np.setdiff1d(members[k], held)), rng.permutation(held)])
+        part, pools[k] = pools[k][:need], pools[k][need:]
+        took.append(part)
+        need -= len(part)
+    return np.concatenate(took)
 
 
 @PARTITIONERS.register("dirichlet")
@@ -177,15 +239,20 @@ class Partition:
 
 
 def make_partition(labels, spec: str, num_clients: int, seed: int, default_variant: str = "rep",
-                   samples_per_client: int | None = None, num_classes: int | None = None) -> Partition:
+                   samples_per_client: int | None = None, num_classes: int | None = None,
+                   standin: bool = False) -> Partition:
+    """`standin`: the labels are a tiny-scale stand-in's (papers.standins), on which path{c} with c above
+    the stand-in's class count gives every client all classes instead of failing."""
     labels = np.asarray(labels)
     if num_clients < 1:
         raise ConfigError(f"num_clients: must be >= 1, got {num_clients}")
     if num_clients > len(labels):
         raise ConfigError(f"num_clients: {num_clients} clients exceed the {len(labels)} training samples")
     kind, params = parse_partition(spec, default_variant)
-    if kind == "dirichlet":
+    if kind in ("dirichlet", "path"):
         params["samples_per_client"] = samples_per_client
+    if kind == "path":
+        params["standin"] = standin
     rng = np.random.default_rng([seed, 0x9A27])
     clients = PARTITIONERS.get(kind)(labels, num_clients, rng, **params)
     k = num_classes or int(labels.max()) + 1

@@ -44,7 +44,7 @@ def _ensure_partition(study, pid: str, data_root: str) -> Path:
             part = natural_partition(data, p["num_clients"], p["seed"])
         else:
             part = make_partition(data.train_y.numpy(), p["partition"], p["num_clients"], p["seed"], p["variant"],
-                                  p["samples_per_client"] or None, data.num_classes)
+                                  p["samples_per_client"] or None, data.num_classes, standin="standin_for" in data.meta)
         part.meta["dataset"] = p["dataset"]
         part.save(ppath)
     return ppath
