@@ -176,9 +176,9 @@ def experiment_targets(config: dict) -> dict[str, list[str]]:
 
     def walk(node, target):
         if isinstance(node, dict):
-            e = node.get("experiment")
-            if isinstance(e, str) and target not in out.setdefault(e, []):
-                out[e].append(target)
+            for e in (node.get("experiment"), node.get("overlay_experiment")):  # landscape_overlay panels
+                if isinstance(e, str) and target not in out.setdefault(e, []):
+                    out[e].append(target)
             for v in node.values():
                 walk(v, target)
         elif isinstance(node, list):
