@@ -1,11 +1,14 @@
 """One table per paper built end to end at `tiny` scale (digits stand-ins): the rendered table has
-the paper's rows and columns and carries the published numbers, the scale and the seeds."""
+the paper's rows and columns and carries the published numbers, the scale and the seeds. FedSynSAM
+Fig. 1 (trainings, landscapes, Hessians, render) too."""
 import pandas as pd
 import pytest
 import torch
 
 from fedflat.papers.build import build
 from fedflat.papers.published import parse_published
+from fedflat.papers.settings import experiment_targets
+from fedflat.study import figure_inputs, figure_manifest, table_inputs
 
 from .paper_helpers import load_or_skip, paper_config
 
@@ -39,3 +42,25 @@ def test_one_table_per_paper_end_to_end(paper, workdir):
     assert "Scale: tiny" in text and "digits stand-ins" in text and "Seeds: [" in text
     assert all(f"| {r} " in text for r in rows)
     assert "\\begin{table}" in tex.read_text()
+
+
+def test_fedsynsam_fig1_landscape_end_to_end(workdir):
+    """Fig. 1 is one target with the paper's four panels: the compressed FedAvg run of each setting
+    over the uncompressed run of the same partition; λ_max comes from Table I's hessian.json files."""
+    cfg = paper_config("fedsynsam", "tiny")
+    assert not [n for n in {**cfg.get("figures", {}), **cfg["pending_figures"]} if n.startswith("fig1_landscape_")]
+    assert "fig_hessian_density" in cfg["pending_figures"]
+    assert {"fig1_landscape", "table1_hessian"} <= set(experiment_targets(cfg)["t1_iid_none"])
+    study = load_or_skip(cfg)
+    seed0 = {e: [study.run_dir(r) for r, lab in study.experiments[e] if lab["seed"] == 0][0] for e in study.experiments}
+    m = figure_manifest(study, "fig1_landscape")
+    want = [("(a) 4 bit Quantization, IID", "t1_iid_q4", "t1_iid_none"),
+            ("(b) Top-k 0.25 sparsity, IID", "t1_iid_k25", "t1_iid_none"),
+            ("(c) 8 bit Quantization, IID", "t1_iid_q8", "t1_iid_none"),
+            ("(d) 8 bit Quantization, Dir(0.01)", "t1_dir001_q8", "t1_dir001_none")]
+    assert [(p["title"], p["main"]["file"], p["overlay"]["file"]) for p in m["panels"]] == [
+        (t, f"{seed0[a]}/landscape_2d.npz", f"{seed0[b]}/landscape_2d.npz") for t, a, b in want]
+    hess = {f for f in figure_inputs(study, "fig1_landscape") if f.endswith("hessian.json")}
+    assert len(hess) == 6 and hess <= set(table_inputs(study, "table1_hessian"))  # the same files as Table I
+    pdf, png = build(study, "fig1_landscape", workdir / "fedsynsam", section="figures")
+    assert pdf.stat().st_size > 0 and png.stat().st_size > 0

@@ -10,6 +10,7 @@
   hooks.py       the per-round measurements as RoundHooks (registered into fl.hooks.ROUND_HOOKS)
   cli.py         `python -m fedflat.analysis <cmd>`: the Snakemake rules' entry points
   figures.py     figure/table kinds (registered into report.kinds)
+  overlay.py     figure kind landscape_overlay: a second run's surface overlaid (FedSynSAM Fig. 1)
 
 This package's __init__ imports nothing on purpose: fl.hooks imports analysis.hooks at its end to
 register the hooks, and report.kinds imports analysis.figures; both must not cycle back here.

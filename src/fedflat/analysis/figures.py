@@ -3,6 +3,7 @@
   landscape_surface   3-D loss surfaces (FedNSAM Fig. 1/7 style), one panel per run, train and/or test row
   landscape_contour   the same surfaces as contour plots
   landscape_1d        1-D loss curves, one line per algorithm (train solid, test dashed)
+  landscape_overlay   one run's surface with another's overlaid, transparent (FedSynSAM Fig. 1; overlay.py)
   hessian_density     Lanczos eigenvalue densities (Gaussian-smoothed), one line per algorithm
   hessian (table)     λ_max, λ_5, λ_max/λ_5 and trace, mean ± std over seeds, per algorithm and setting
   stability (table)   ‖θ_T − θ'_T‖₂ on neighbouring datasets, mean ± std over seeds

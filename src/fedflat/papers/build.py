@@ -50,21 +50,27 @@ def _ensure_partition(study, pid: str, data_root: str) -> Path:
     return ppath
 
 
-def _ensure_stability(study, rid: str, data_root: str) -> None:
-    """The `stability` rule's output, in-process (analysis/cli.py cmd_stability)."""
+def _ensure_analysis(study, path: str, data_root: str) -> None:
+    """The per-run analysis rules' outputs (hessian, landscape, stability; analysis/cli.py), in-process."""
     import json
 
+    from ..analysis import paths
     from ..analysis.cli import main as analysis_main
     from ..analysis.params import from_config
 
-    out = Path(study.run_dir(rid), "stability.json")
-    if out.exists():
+    out = Path(path)
+    cmds = {paths.HESSIAN: ("hessian", []), paths.STABILITY: ("stability", []),
+            **{f: ("landscape", ["--dims", str(d)]) for d, f in paths.LANDSCAPE.items()}}
+    if out.name not in cmds or out.exists():
         return
-    ppath = study.partition_path(study.runs[rid].partition_id())
-    params = json.dumps(from_config(study.config, "stability"))
-    if analysis_main(["stability", "--run-dir", str(out.parent), "--partition", str(ppath), "--out", str(out),
-                      "--params", params, "--data-root", data_root]) != 0:
-        raise RuntimeError(f"stability analysis failed for {rid}")
+    cmd, extra = cmds[out.name]
+    if cmd == "stability":  # the rule's second input: the run's partition
+        spec = study.runs[str(out.parent)[len("results/runs/"):]]
+        extra = ["--partition", str(study.partition_path(spec.partition_id()))]
+    params = json.dumps(from_config(study.config, cmd))
+    if analysis_main([cmd, "--run-dir", str(out.parent), "--out", str(out), "--params", params,
+                      "--data-root", data_root, *extra]) != 0:
+        raise RuntimeError(f"{cmd} analysis failed for {out.parent}")
 
 
 def build(study, name: str, workdir, data_root: str = "data", section: str = "tables") -> list[Path]:
@@ -85,8 +91,8 @@ def build(study, name: str, workdir, data_root: str = "data", section: str = "ta
             if str(f) in by_path:  # figures of partitions themselves (partition_heatmap)
                 _ensure_partition(study, by_path[str(f)], data_root)
         for f in inputs:
-            if f.startswith("results/runs/") and f.endswith("/stability.json"):
-                _ensure_stability(study, str(Path(f).parent)[len("results/runs/"):], data_root)
+            if f.startswith("results/runs/"):
+                _ensure_analysis(study, f, data_root)
         if section == "tables":
             base = Path(study.tables_dir) / name
             TABLE_KINDS.get(study.tables[name]["kind"]).render(table_manifest(study, name), base)

@@ -83,6 +83,7 @@ class PartitionHeatmap:
 from ..papers import kinds as _paper_kinds  # noqa: E402,F401  (paper_table, paper_curves, paper_sweep)
 
 from ..analysis import figures as _analysis_figures  # noqa: E402,F401  (landscape, hessian kinds)
+from ..analysis import overlay as _overlay  # noqa: E402,F401  (landscape_overlay: FedSynSAM Fig. 1)
 from ..analysis import stability_figures as _stability_figures  # noqa: E402,F401  (stability_curve, local_discrepancy_curve)
 from ..papers import kinds_bars as _kinds_bars  # noqa: E402,F401  (layer_bars: FedSOL Fig. 5b)
 from ..papers import toy_fedsol as _toy_fedsol  # noqa: E402,F401  (fedsol_toy: FedSOL Fig. 12)
