@@ -159,7 +159,7 @@ def test_reduced_reads_real_data_and_tiny_only_standins(paper):
         used[scale] = {d for e in out["experiments"].values() for d in e.get("datasets") or []}
     assert used["reduced"] == used["paper"] and not any(d.startswith("digits") for d in used["reduced"])
     assert all(d.startswith("digits_as_") for d in used["tiny"])
-    real = {"fedsol": "mnist-cutout", "fedsynsam": "fmnist", "fedsagd": "shakespeare"}.get(paper)
+    real = {"fedsol": "mnist-aug", "fedsynsam": "fmnist", "fedsagd": "shakespeare"}.get(paper)
     assert real is None or real in used["reduced"]
 
 
