@@ -253,3 +253,18 @@ def test_no_pretrained_224px_transformer_below_paper_scale(scale):
         sizes = {sum(p.numel() for p in net.parameters()) for net in nets}
         assert len(sizes) == 3 and max(sizes) < 5_000_000
         assert all(net(torch.zeros(2, 3, 64, 64)).shape == (2, 200) for net in nets)
+
+
+@pytest.mark.parametrize("scale, expected", [
+    ("paper", {"t2_cifar": (5, "epochs"), "t2_emnist": (20, "epochs"), "t2_shakespeare": (1, "epochs"), "sens": (5, "epochs")}),
+    ("reduced", {"t2_cifar": (1, "epochs"), "t2_emnist": (4, "epochs"), "t2_shakespeare": (1, "epochs"), "sens": (1, "epochs")}),
+    ("tiny", {"t2_cifar": (2, "steps"), "t2_emnist": (2, "steps"), "t2_shakespeare": (2, "steps"), "sens": (2, "steps")})])
+def test_fedsagd_local_work_is_in_the_papers_epochs(scale, expected):
+    """A.3's epochs (CIFAR 5, EMNIST-L 20, Shakespeare 1 of [1, 5]) /5 at reduced; tiny runs 2 steps."""
+    from fedflat.scale import effective_settings
+
+    study = load_or_skip(paper_config("fedsagd", scale))
+    for e, want in expected.items():
+        (got,) = {(effective_settings(study.runs[r])["training.local_work"],
+                   effective_settings(study.runs[r])["training.local_work_unit"]) for r, _ in study.experiments[e]}
+        assert got == want, e

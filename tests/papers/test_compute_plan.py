@@ -20,3 +20,12 @@ def test_summarise_uses_the_shared_cache_and_counts_shared_runs_once():
 def test_plan_refuses_a_missing_catalog(tmp_path, capsys):
     assert main(["nosuchpaper", "--plan", "--config-dir", str(tmp_path)]) == 2
     assert "nosuchpaper.yaml" in capsys.readouterr().err
+
+
+def test_epochs_are_planned_on_the_data_sets_own_size():
+    """FedSAGD's EMNIST-L (the first 10 letters: 48000 samples over 500 clients) runs 20 epochs of 96
+    samples, not of EMNIST's 124800/500."""
+    study = load_or_skip(paper_config("fedsagd", "paper"))
+    spec = next(s for s in study.runs.values() if s.dataset == "emnist-l10" and s.algorithm == "fedavg")
+    assert spec.training["local_epochs"] == 20 and spec.clients_per_round == 5
+    assert run_sample_grads(spec) == 2000 * 5 * 20 * 96
