@@ -93,14 +93,14 @@ def render_grid(m: dict, out_base: Path):
     for meth, best in chosen.items():
         if best is not None:
             table.loc[meth, best] = f"**{table.loc[meth, best]}**"
-    table[f"chosen {m['param']}"] = [chosen[i] for i in table.index]
+    table[f"chosen {m['param']}"] = [("—" if chosen[i] is None else f"{chosen[i]:g}") for i in table.index]
     table.index.name = "Method"
     seeds = sorted(df["seed"].unique().tolist())
     caption = (f"Validation accuracy (%, {m['metric']}, mean over seeds {seeds}) on samples held out of the training "
                f"clients; the test split is never used. Bold: the chosen {m['param']} (highest mean).")
     if m.get("note"):
         caption += " " + m["note"]
-    write_text(out_base.with_suffix(".md"), f"# {m['title']}\n\n{table.to_markdown()}\n\n{caption}\n")
+    write_text(out_base.with_suffix(".md"), f"# {m['title']}\n\n{table.to_markdown(disable_numparse=True)}\n\n{caption}\n")
     write_text(out_base.with_suffix(".csv"), df.to_csv(index=False))
     write_text(out_base.with_suffix(".tex"), table.to_latex(escape=True, caption=caption, label=f"tab:{out_base.name}"))
     return chosen

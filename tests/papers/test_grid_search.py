@@ -1,0 +1,64 @@
+"""Table kind grid_search: a validation-split search and the value it picks; test-split runs are refused."""
+import json
+from pathlib import Path
+
+import pytest
+
+from fedflat.errors import ConfigError
+from fedflat.papers.kinds_tuning import GridSearchTable, render_grid
+from fedflat.study import load_study
+
+
+def _config(holdout=0.1):
+    return {"study": "g", "training": {"num_clients": 4, "participation": 1.0, "rounds": 2, "holdout": holdout},
+            "experiments": {"rho": {"datasets": ["digits"], "models": ["mlp"], "partitions": ["iid"], "seeds": [0, 1],
+                                    "algorithms": [{"preset": "fedsam", "label": f"r{r}", "params": {"rho": r}}
+                                                   for r in (0.01, 0.1)]}},
+            "tables": {"search": {"kind": "grid_search", "experiments": ["rho"], "param": "rho"}}}
+
+
+def _fake_runs(study, tmp_path, acc, split="validation"):
+    m = GridSearchTable.manifest(study, "search", study.tables["search"])
+    for e in m["entries"]:
+        e["dir"] = str(tmp_path / e["dir"])
+        Path(e["dir"]).mkdir(parents=True, exist_ok=True)
+        a = acc(e["method"], e["value"], e["seed"])
+        (Path(e["dir"]) / "summary.json").write_text(json.dumps(
+            {"status": "completed" if a is not None else "diverged", "eval_split": split,
+             "last10_acc": a, "final_acc": a}))
+    return m
+
+
+def test_picks_the_best_mean_over_seeds_per_method(tmp_path):
+    study = load_study(_config())
+    m = {"entries": [e for e in _fake_runs(study, tmp_path, lambda meth, v, s: 0.8 + (0.05 if v == 0.01 else 0.0)
+                                           + 0.01 * s)["entries"] if e["method"] == "FedSAM"],
+         "title": "t", "param": "rho", "metric": "last10_acc"}
+    chosen = render_grid(m, tmp_path / "out")
+    assert chosen == {"FedSAM": 0.01}
+    md = (tmp_path / "out.md").read_text()
+    assert "**85.50**" in md and "80.50" in md and "never used" in md
+
+
+def test_a_method_that_diverges_everywhere_has_no_choice(tmp_path):
+    study = load_study(_config())
+    m = _fake_runs(study, tmp_path, lambda meth, v, s: None)
+    m["entries"] = [e for e in m["entries"] if e["method"] == "FedSAM"]
+    assert render_grid(m, tmp_path / "out") == {"FedSAM": None}
+    assert "diverged" in (tmp_path / "out.md").read_text()
+
+
+def test_runs_on_the_test_split_are_refused(tmp_path):
+    with pytest.raises(ConfigError, match=r"tables.search: experiment rho evaluates on the test split; .*holdout"):
+        load_study(_config(holdout=0.0))
+    study = load_study(_config())
+    m = _fake_runs(study, tmp_path, lambda *a: 0.8, split="test")
+    with pytest.raises(ConfigError, match="not on a validation split"):
+        render_grid(m, tmp_path / "out")
+
+
+def test_unknown_param_names_the_key():
+    cfg = _config()
+    cfg["tables"]["search"]["param"] = "rhoo"
+    with pytest.raises(ConfigError, match=r"tables.search.param: 'rhoo' is neither"):
+        load_study(cfg)
