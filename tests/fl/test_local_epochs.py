@@ -13,7 +13,7 @@ from fedflat.algorithms.base import effective_steps
 from fedflat.data.partition import Partition
 from fedflat.errors import ConfigError
 from fedflat.fl.engine import Simulation
-from fedflat.papers.catalog import apply_scale
+from fedflat.scale import apply_scale
 from fedflat.spec import RunSpec, check_training
 from foundation_helpers import C, tiny_problem
 
@@ -109,9 +109,9 @@ def test_scales_multiply_or_set_local_epochs():
                            "b": {"datasets": ["d"], "models": ["m"], "partitions": ["p"], "algorithms": ["x"],
                                  "seeds": [0], "training": {"local_epochs": 10},
                                  "scales": {"tiny": {"training": {"local_steps": 3}}}}}}
-    red = apply_scale(cfg)["experiments"]
+    red = apply_scale(cfg).config["experiments"]
     assert red["a"]["training"]["local_epochs"] == 2 and red["b"]["training"]["local_epochs"] == 4
-    tiny = apply_scale({**cfg, "scale": "tiny"})["experiments"]
+    tiny = apply_scale({**cfg, "scale": "tiny"}).config["experiments"]
     assert tiny["a"]["training"]["local_epochs"] == 0 and tiny["a"]["training"]["local_steps"] == 1
     assert tiny["b"]["training"]["local_steps"] == 3
 
