@@ -39,8 +39,8 @@ def paired_batches(monkeypatch, s, data, part_a, part_b, out_dir):
     drawn = {}
 
     class Recording(engine.BatchStream):
-        def __init__(self, indices, batch_size, seed, round, cid):
-            super().__init__(indices, batch_size, seed, round, cid)
+        def __init__(self, indices, batch_size, seed, round, cid, **kw):
+            super().__init__(indices, batch_size, seed, round, cid, **kw)
             self.record = []
             drawn.setdefault((round, cid), []).append(self.record)  # run a's round comes before run b's
 

@@ -23,6 +23,7 @@ _PALETTE = {
     "Local-only": "#000000", "FedAvg+Nesterov": "#969696", "FedSAM+Nesterov": "#08519c",
     "FedNSAM-S": "#fc9272", "FedNSAM-D": "#a50f15", "FedNSAM−Nesterov": "#fb6a4a",
     "FedNSAM−Nesterov (θ+m)": "#67000d", "FedSpeed+NP": "#238b45", "FedSMOO+NP": "#cb181d",
+    "FedSAM (exact global ε)": "#00bfff",
     "FedSOL (fixed ρ)": "#a1d99b", "FedSOL (general)": "#00441b", "FedSOL-L2": "#74c476",
     "FedProx-KL": "#543005", "Proj-L2": "#bf812d", "Proj-KL": "#dfc27d", "FedProx+FedSOL": "#c7e9c0",
     "SCAFFOLD+FedSOL": "#807d00", "FedDyn+FedSOL": "#0e7c86", "MOON+FedSOL": "#c51b7d", "FedNova+FedSOL": "#8c8c3c",
