@@ -23,20 +23,26 @@ def _legend(fig, methods: list[str], rows_below: bool = True) -> None:
                bbox_to_anchor=(0.5, 0.0))
 
 
-def _cost_axis(ax, values) -> None:
-    """Log scale where the costs span more than a decade (major labels only), else linear in scientific notation."""
-    from matplotlib.ticker import NullFormatter
+def _cost_axis(ax, values, unit: str = "") -> None:
+    """Log scale where the values span more than a decade (major labels only), engineering prefixes (8 kB, 2 M)."""
+    from matplotlib.ticker import EngFormatter, NullFormatter
 
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v) & (v > 0)]
     if v.size and v.max() / v.min() > 10:
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(NullFormatter())
-    else:
-        ax.ticklabel_format(axis="x", style="sci", scilimits=(-3, 3))
+    if unit or (v.size and v.max() >= 1e4):  # counts and bytes: 8 kB, 2 M; small curvatures keep plain numbers
+        ax.xaxis.set_major_formatter(EngFormatter(unit=unit, places=None))
 
 
-def pareto(m: dict, outs, cost: str, xlabel: str) -> None:
+def _dot(ax, x, y, label: str) -> None:
+    marker = marker_for(label)
+    ax.scatter(x, y, color=color_for(label), marker=marker, s=70 if marker in "*pPhX" else 34, edgecolor="white",
+               linewidth=0.4, zorder=3)
+
+
+def pareto(m: dict, outs, cost: str, xlabel: str, unit: str = "") -> None:
     """Final accuracy vs the cost to reach it, per method (mean over seeds); the Pareto frontier joined."""
     import matplotlib.pyplot as plt
 
@@ -47,8 +53,7 @@ def pareto(m: dict, outs, cost: str, xlabel: str) -> None:
     for ax, p in zip(axes[0], parts):
         d = agg[agg["partition"] == p].reset_index(drop=True)
         for _, r in d.iterrows():
-            ax.scatter(r[cost], r["final_acc"], color=color_for(r["method"]), marker=marker_for(r["method"]), s=34,
-                       edgecolor="white", linewidth=0.4, zorder=3)
+            _dot(ax, r[cost], r["final_acc"], r["method"])
         front = pareto_front(d[cost].tolist(), d["final_acc"].tolist())
         if front:
             f = d.loc[front]
@@ -56,7 +61,7 @@ def pareto(m: dict, outs, cost: str, xlabel: str) -> None:
             for _, r in f.iterrows():
                 ax.annotate(r["method"], (r[cost], r["final_acc"]), fontsize=6, xytext=(3, -8),
                             textcoords="offset points")
-        _cost_axis(ax, d[cost])
+        _cost_axis(ax, d[cost], unit)
         ax.set_title(partition_title(p))
         ax.set_xlabel(xlabel)
     axes[0][0].set_ylabel("final test accuracy (%)")
@@ -90,8 +95,7 @@ def flatness_vs_accuracy(m: dict, outs) -> None:
         for j, (col, label) in enumerate(cols):
             ax = axes[i][j]
             for _, r in d.iterrows():
-                ax.scatter(r[col], r["final_acc"], color=color_for(r["method"]), marker=marker_for(r["method"]),
-                           s=34, edgecolor="white", linewidth=0.4)
+                _dot(ax, r[col], r["final_acc"], r["method"])
             _cost_axis(ax, d[col])
             ax.set_title(f"{partition_title(p)}: {_corr_text(d[col].to_numpy(), d['final_acc'].to_numpy())}")
             ax.set_xlabel(label)

@@ -83,7 +83,7 @@ class ParetoCommunication(_Kind):
     def render(m, outs):
         from .figures import pareto
 
-        pareto(m, outs, "up_to_reach", "uplink bytes to reach it (all clients, cumulative)")
+        pareto(m, outs, "up_to_reach", "uplink to reach it (all clients, cumulative)", unit="B")
 
 
 @FIGURE_KINDS.register("pareto_compute")
