@@ -55,6 +55,18 @@ def test_bad_protocol_names_the_key(edit, match):
         load_study(cfg)
 
 
+def test_the_config_passes_the_workflow_schema():
+    import jsonschema
+    import yaml
+
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    jsonschema.validate(_full("paper"), schema)
+    bad = _full("paper")
+    del bad["leaderboard"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
+
+
 def test_a_leaderboard_generates_its_own_experiments():
     cfg = _full()
     cfg["experiments"] = {"x": {}}

@@ -4,6 +4,7 @@ if STUDY.leaderboard is not None:
     from fedflat.leaderboard.flow import choice_path as _lb_choice_path, tuning_inputs as _lb_tuning_inputs
 
     checkpoint leaderboard_choice:
+        localrule: True  # reads a few hundred small JSON files; never worth a cluster job
         input:
             lambda wc: _lb_tuning_inputs(STUDY),
         output:
