@@ -55,6 +55,13 @@ def test_bad_protocol_names_the_key(edit, match):
         load_study(cfg)
 
 
+def test_a_method_that_would_not_act_in_the_tuning_horizon_names_the_tuning_table():
+    cfg = _full("paper")
+    cfg["leaderboard"]["methods"]["dynafed"] = {"syn_round": [60]}
+    with pytest.raises(ConfigError, match=r"tune_dir0p3_dynafed: DynaFed .*syn_round 60 >= training.rounds 50.*targets tuning"):
+        load_study(cfg)
+
+
 def test_the_config_passes_the_workflow_schema():
     import jsonschema
     import yaml
