@@ -24,16 +24,22 @@ def _legend(fig, methods: list[str], rows_below: bool = True) -> None:
 
 
 def _cost_axis(ax, values, unit: str = "") -> None:
-    """Log scale where the values span more than a decade (major labels only), engineering prefixes (8 kB, 2 M)."""
-    from matplotlib.ticker import EngFormatter, NullFormatter
+    """Log scale where the values span more than a decade (ticks at 1, 2, 5 x 10^k), engineering prefixes for
+    counts and bytes (8 kB, 2 M), plain numbers for small curvatures."""
+    from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, MaxNLocator, NullLocator
 
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v) & (v > 0)]
     if v.size and v.max() / v.min() > 10:
         ax.set_xscale("log")
-        ax.xaxis.set_minor_formatter(NullFormatter())
-    if unit or (v.size and v.max() >= 1e4):  # counts and bytes: 8 kB, 2 M; small curvatures keep plain numbers
+        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_minor_locator(NullLocator())
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+    if unit or (v.size and v.max() >= 1e4):
         ax.xaxis.set_major_formatter(EngFormatter(unit=unit, places=None))
+    else:
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
 
 
 def _dot(ax, x, y, label: str) -> None:

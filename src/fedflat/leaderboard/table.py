@@ -53,7 +53,7 @@ def render_leaderboard(m: dict, out_base: Path) -> pd.DataFrame:
     rank_wide = rank_wide.sort_values("mean rank").rename(columns=titles)
     rank_wide.index.name = "Method"
     sections = [f"# {m['title']}\n", protocol_text(m) + "\n", "## Ranks per partition (1 = highest mean final test accuracy)\n",
-                rank_wide.map(lambda v: _num(v, "{:g}")).to_markdown(disable_numparse=True) + "\n"]
+                rank_wide.map(lambda v: _num(v, "{:.3g}")).to_markdown(disable_numparse=True) + "\n"]
     tex = []
     for p in parts:
         t = _partition_table(agg[agg["partition"] == p], m["chosen"].get(p, {}))
