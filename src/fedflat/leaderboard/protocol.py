@@ -155,6 +155,11 @@ def check(lb: Any) -> dict:
             raise ConfigError(f"leaderboard.excluded.{name}: also listed under leaderboard.methods")
         if not isinstance(why, str) or not why.strip():
             raise ConfigError(f"leaderboard.excluded.{name}: give the reason it is not ranked")
+    labels: dict[str, str] = {}
+    for name in grids:  # tables and the tuning choice name methods by label
+        other = labels.setdefault(PRESETS.get(name).label, name)
+        if other != name:
+            raise ConfigError(f"leaderboard.methods.{name}: shares its label {PRESETS.get(name).label!r} with {other}")
     missing = [n for n in PRESETS.names() if n not in grids and n not in excluded]
     if missing:
         raise ConfigError(f"leaderboard.methods: preset {missing[0]!r} is neither ranked (leaderboard.methods) "
