@@ -58,12 +58,14 @@ class Scaled:
 
 def experiment_targets(config: dict) -> dict[str, list[str]]:
     """{experiment: [table/figure names that read it]}: every entry of a top-level section (tables,
-    figures, pending ones) that names an `experiment:` (or `overlay_experiment:`) anywhere inside it."""
+    figures, pending ones) that names an `experiment:` (or `overlay_experiment:`, or lists `experiments:`,
+    as grid_search does) anywhere inside it."""
     out: dict[str, list[str]] = {}
 
     def walk(node, target):
         if isinstance(node, dict):
-            for e in (node.get("experiment"), node.get("overlay_experiment")):  # landscape_overlay panels
+            listed = node.get("experiments") if isinstance(node.get("experiments"), list) else []
+            for e in [node.get("experiment"), node.get("overlay_experiment"), *listed]:  # landscape_overlay panels
                 if isinstance(e, str) and target not in out.setdefault(e, []):
                     out[e].append(target)
             for v in node.values():

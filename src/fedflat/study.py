@@ -9,7 +9,7 @@ import copy
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .algorithms import PRESETS
 from .data import DATASETS
@@ -48,6 +48,9 @@ class Study:
     experiments: dict[str, list[tuple[str, dict]]] = field(default_factory=dict)  # name -> [(run id, labels)]
     tables: dict[str, dict] = field(default_factory=dict)
     figures: dict[str, dict] = field(default_factory=dict)
+    leaderboard: dict | None = None  # the leaderboard protocol (fedflat.leaderboard.protocol), if this is one
+    choice: Callable[[], dict] | None = None  # the leaderboard's tuning choice, once known (leaderboard.flow)
+    final_cache: dict = field(default_factory=dict)  # leaderboard.flow: the final runs of the current choice
 
     def run_dir(self, run_id: str) -> str:
         return f"results/runs/{run_id}"
@@ -118,10 +121,13 @@ def _analysis(base, override, key: str) -> dict:
 
 def load_study(config: dict) -> Study:
     """The study at its `scale`, checked against its paper scale (fedflat.scale) before any job runs."""
+    from .leaderboard.protocol import is_leaderboard, prepare as prepare_leaderboard
     from .papers.catalog import is_catalog, prepare_catalog, tag_targets  # paper catalogs: captions, pending entries
 
     config = copy.deepcopy(config)
-    caption = None
+    caption = leaderboard = None
+    if is_leaderboard(config):  # experiments and targets generated from the protocol
+        config, leaderboard = prepare_leaderboard(config)
     if is_catalog(config):
         config, caption = prepare_catalog(config)
     targets = experiment_targets(config)
@@ -132,6 +138,7 @@ def load_study(config: dict) -> Study:
     if scaled.paper is not None:
         check_scaled(_expand(scaled.paper, targets=False), study, scaled.info, targets)
     check_methods_act(study, targets, scaled.info["name"] if scaled.paper is not None else "paper")
+    study.leaderboard = leaderboard
     return study
 
 

@@ -15,6 +15,8 @@ from .base import Param, safe_unit
 from .perturbations import PERTURBATIONS, FixedPerturbation
 from .presets import preset
 
+DIAGNOSTIC_PRESETS = ("fedsam_oracle",)  # reads every client's data: not a federated method, never ranked
+
 
 @PERTURBATIONS.register("global_oracle")
 class GlobalOraclePerturbation(FixedPerturbation):

@@ -102,6 +102,9 @@ class KNNPersonal(Correction):
 
 
 SRC = "FedSOL Table 9 / App. D (notes 002 §2.7)"
+# Evaluated per client (fine-tuned or local models), not as one global model: comparisons of global models
+# (fedflat.leaderboard) refuse them.
+PERSONAL_PRESETS = ("perfedavg", "fedbabu", "knnper", "localonly")
 preset("perfedavg", "PerFedAvg", "perfedavg", "mean", f"Fallah et al. 2020 (Per-FedAvg, first-order); {SRC}",
        defaults={"perfed_beta": 0.01})
 preset("fedbabu", "FedBABU", "none", "mean", f"Oh et al. 2022 (FedBABU: head frozen during FL); {SRC}",

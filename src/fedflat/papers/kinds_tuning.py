@@ -9,8 +9,11 @@
         title: ...
 
 Rows are methods (preset labels), columns the values of `param`, cells the criterion in % (mean over
-seeds); `chosen` is the value with the highest mean (ties: the smaller value). Runs must evaluate on
-a validation split carved from the training clients: the kind refuses runs that evaluated on test.
+seeds); `chosen` is the value with the highest mean (ties: the smaller value). Where a method's runs
+also differ in other hyperparameters (a joint grid: lr as `param`, ρ or α on the rows), each
+combination is a row of its own and the choice is the best cell over all of the method's rows
+(`grid_choice`, also what the leaderboard's tuning checkpoint writes). Runs must evaluate on a
+validation split carved from the training clients: the kind refuses runs that evaluated on test.
 """
 from __future__ import annotations
 
@@ -22,10 +25,23 @@ from ..report.kinds import TABLE_KINDS
 from ..util.io import write_text
 
 METRICS = ("final_acc", "last10_acc")
+SYMBOLS = {"rho": "ρ", "lam": "λ", "alpha": "α", "beta": "β", "kappa": "κ", "mu": "μ", "lr": "lr"}
 
 
 def _value(spec, param: str):
     return spec.hparams[param] if param in spec.hparams else spec.training[param]
+
+
+def setting_text(setting: dict) -> str:
+    """{'rho': 0.05, 'lam': 0.9} -> 'ρ=0.05, λ=0.9' (the grid's own numbers, plainly formatted)."""
+    return ", ".join(f"{SYMBOLS.get(k, k)}={v:g}" if isinstance(v, (int, float)) else f"{SYMBOLS.get(k, k)}={v}"
+                     for k, v in setting.items())
+
+
+def _varying(runs: list, param: str) -> list[str]:
+    """The hyperparameters other than `param` whose value differs among one method's runs."""
+    keys = sorted({k for r in runs for k in r.hparams} - {param})
+    return [k for k in keys if len({json.dumps(r.hparams.get(k)) for r in runs}) > 1]
 
 
 @TABLE_KINDS.register("grid_search")
@@ -60,12 +76,18 @@ class GridSearchTable:
     def manifest(study, name, spec):
         from ..algorithms import PRESETS
 
+        pairs = [(rid, lab) for e in spec["experiments"] for rid, lab in study.experiments[e]]
+        by_method: dict[str, list] = {}
+        for rid, _ in pairs:
+            by_method.setdefault(PRESETS.get(study.runs[rid].algorithm).label, []).append(study.runs[rid])
+        rows = {m: _varying(runs, spec["param"]) for m, runs in by_method.items()}
         entries = []
-        for e in spec["experiments"]:
-            for rid, lab in study.experiments[e]:
-                run = study.runs[rid]
-                entries.append({"method": PRESETS.get(run.algorithm).label, "value": _value(run, spec["param"]),
-                                "seed": lab["seed"], "dir": study.run_dir(rid)})
+        for rid, lab in pairs:
+            run = study.runs[rid]
+            method = PRESETS.get(run.algorithm).label
+            entries.append({"method": method, "value": _value(run, spec["param"]), "preset": run.algorithm,
+                            "row": {k: run.hparams[k] for k in rows[method]}, "seed": lab["seed"],
+                            "dir": study.run_dir(rid)})
         return {"title": spec.get("title", name), "param": spec["param"], "metric": spec.get("metric", "last10_acc"),
                 "note": spec.get("note", ""), "entries": entries}
 
@@ -74,7 +96,8 @@ class GridSearchTable:
         render_grid(m, Path(out_base))
 
 
-def render_grid(m: dict, out_base: Path):
+def _scores(m: dict):
+    """One row per run: method, its other varying hyperparameters (row), the value of `param`, the criterion."""
     import pandas as pd
 
     rows = []
@@ -83,24 +106,75 @@ def render_grid(m: dict, out_base: Path):
         if s.get("eval_split") != "validation":
             raise ConfigError(f"{e['dir']}: evaluated on {s.get('eval_split', 'test')!r}, not on a validation split")
         acc = s.get(m["metric"])
-        rows.append({"method": e["method"], "value": e["value"], "seed": e["seed"],
+        row = e.get("row") or {}
+        rows.append({"method": e["method"], "preset": e.get("preset", ""), "row": setting_text(row),
+                     "row_params": json.dumps(row, sort_keys=True), "value": e["value"], "seed": e["seed"],
                      "acc": float("nan") if acc is None else 100 * acc, "status": s["status"]})
-    df = pd.DataFrame(rows)
-    mean = df.groupby(["method", "value"], sort=False)["acc"].mean().unstack("value")
-    mean = mean[sorted(mean.columns)]
-    chosen = {meth: (r.idxmax() if r.notna().any() else None) for meth, r in mean.iterrows()}
+    return pd.DataFrame(rows)
+
+
+def _means(df):
+    """(method, row) x value: the criterion's mean over seeds, columns in increasing value, rows in grid order."""
+    table = df.groupby(["method", "row", "value"], sort=False)["acc"].mean().unstack("value")
+    return table[sorted(table.columns)]
+
+
+def _choose(mean) -> dict:
+    """Per method, the (row, value, mean) cell with the highest mean; ties: the earlier row, then the smaller value.
+    None where every cell of the method diverged."""
+    chosen: dict = {}
+    for (method, row), r in mean.iterrows():
+        chosen.setdefault(method, None)
+        for value, acc in r.items():
+            if acc == acc and (chosen[method] is None or acc > chosen[method][2]):
+                chosen[method] = (row, value, acc)
+    return chosen
+
+
+def grid_choice(m: dict) -> dict:
+    """{method: {value, row (the other hyperparameters), preset, score (%)} or None where every cell diverged}."""
+    df = _scores(m)
+    out = {}
+    for method, best in _choose(_means(df)).items():
+        if best is None:
+            out[method] = None
+            continue
+        row, value, acc = best
+        first = df[(df["method"] == method) & (df["row"] == row)].iloc[0]
+        out[method] = {"value": value, "row": json.loads(first["row_params"]), "preset": first["preset"],
+                       "score": float(acc)}
+    return out
+
+
+def render_grid(m: dict, out_base: Path):
+    df = _scores(m)
+    mean = _means(df)
+    best = _choose(mean)
+    joint = (df["row"] != "").any()  # a joint grid: one row per combination of the other hyperparameters
     table = mean.map(lambda v: "diverged" if v != v else f"{v:.2f}")
-    for meth, best in chosen.items():
-        if best is not None:
-            table.loc[meth, best] = f"**{table.loc[meth, best]}**"
-    table[f"chosen {m['param']}"] = [("—" if chosen[i] is None else f"{chosen[i]:g}") for i in table.index]
-    table.index.name = "Method"
+    chosen_col, seen = [], set()
+    for meth, row in table.index:
+        b = best[meth]
+        if b is not None and b[0] == row:
+            table.loc[(meth, row), b[1]] = f"**{table.loc[(meth, row), b[1]]}**"
+        text = "" if meth in seen else "—" if b is None else (
+            setting_text({m["param"]: b[1]}) + (f", {b[0]}" if b[0] else "") if joint else f"{b[1]:g}")
+        chosen_col.append(text)
+        seen.add(meth)
+    table[f"chosen {m['param']}" if not joint else "chosen"] = chosen_col
+    if joint:
+        table.index = [f"{meth} ({row})" if row else meth for meth, row in table.index]
+        table.index.name = "Method (setting)"
+    else:
+        table.index = table.index.get_level_values("method")
+        table.index.name = "Method"
     seeds = sorted(df["seed"].unique().tolist())
     caption = (f"Validation accuracy (%, {m['metric']}, mean over seeds {seeds}) on samples held out of the training "
-               f"clients; the test split is never used. Bold: the chosen {m['param']} (highest mean).")
+               f"clients; the test split is never used. Bold: the chosen {m['param']} "
+               f"{'and setting ' if joint else ''}(highest mean).")
     if m.get("note"):
         caption += " " + m["note"]
     write_text(out_base.with_suffix(".md"), f"# {m['title']}\n\n{table.to_markdown(disable_numparse=True)}\n\n{caption}\n")
-    write_text(out_base.with_suffix(".csv"), df.to_csv(index=False))
+    write_text(out_base.with_suffix(".csv"), df.drop(columns=["row_params"]).to_csv(index=False))
     write_text(out_base.with_suffix(".tex"), table.to_latex(escape=True, caption=caption, label=f"tab:{out_base.name}"))
-    return chosen
+    return {meth: (None if b is None else b[1]) for meth, b in best.items()}

@@ -88,3 +88,4 @@ from ..analysis import stability_figures as _stability_figures  # noqa: E402,F40
 from ..papers import kinds_bars as _kinds_bars  # noqa: E402,F401  (layer_bars: FedSOL Fig. 5b)
 from ..papers import toy_fedsol as _toy_fedsol  # noqa: E402,F401  (fedsol_toy: FedSOL Fig. 12)
 from ..papers import kinds_tuning as _kinds_tuning  # noqa: E402,F401  (grid_search: validation-split tuning)
+from ..leaderboard import kinds as _leaderboard_kinds  # noqa: E402,F401  (leaderboard table, Pareto, flatness, rank figures)

@@ -1,0 +1,142 @@
+"""The leaderboard's figures: one panel per partition, one colour and marker per method (report/style.py)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..report.style import apply_style, color_for, marker_for, save_all
+from .results import REACH, load_runs, partition_title, per_method
+from .stats import bootstrap_ci, kendall, pareto_front, spearman
+
+
+def _agg(m: dict, hessian: bool = False):
+    return per_method(load_runs(m["entries"], hessian=hessian), m["partitions"])
+
+
+def _legend(fig, methods: list[str], rows_below: bool = True) -> None:
+    import matplotlib.lines as mlines
+
+    handles = [mlines.Line2D([], [], color=color_for(x), marker=marker_for(x), ls="", ms=5, label=x) for x in methods]
+    ncol = min(len(methods), 6)
+    fig.legend(handles=handles, loc="upper center", ncol=ncol, frameon=False, fontsize=7,
+               bbox_to_anchor=(0.5, 0.0))
+
+
+def _cost_axis(ax, values, unit: str = "") -> None:
+    """Log scale where the values span more than a decade (ticks at 1, 2, 5 x 10^k), engineering prefixes for
+    counts and bytes (8 kB, 2 M), plain numbers for small curvatures."""
+    from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, MaxNLocator, NullLocator
+
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if v.size and v.max() / v.min() > 10:
+        ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_minor_locator(NullLocator())
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+    if unit or (v.size and v.max() >= 1e4):
+        ax.xaxis.set_major_formatter(EngFormatter(unit=unit, places=None))
+    else:
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+
+
+def _dot(ax, x, y, label: str) -> None:
+    marker = marker_for(label)
+    ax.scatter(x, y, color=color_for(label), marker=marker, s=70 if marker in "*pPhX" else 34, edgecolor="white",
+               linewidth=0.4, zorder=3)
+
+
+def pareto(m: dict, outs, cost: str, xlabel: str, unit: str = "") -> None:
+    """Final accuracy vs the cost to reach it, per method (mean over seeds); the Pareto frontier joined."""
+    import matplotlib.pyplot as plt
+
+    apply_style()
+    agg = _agg(m)
+    parts = m["partitions"]
+    fig, axes = plt.subplots(1, len(parts), figsize=(3.6 * len(parts), 3.4), squeeze=False)
+    for ax, p in zip(axes[0], parts):
+        d = agg[agg["partition"] == p].reset_index(drop=True)
+        for _, r in d.iterrows():
+            _dot(ax, r[cost], r["final_acc"], r["method"])
+        front = pareto_front(d[cost].tolist(), d["final_acc"].tolist())
+        if front:
+            f = d.loc[front]
+            ax.step(f[cost], f["final_acc"], where="post", color="black", lw=0.9, ls="--", zorder=2)
+            for _, r in f.iterrows():
+                ax.annotate(r["method"], (r[cost], r["final_acc"]), fontsize=6, xytext=(3, -8),
+                            textcoords="offset points")
+        _cost_axis(ax, d[cost], unit)
+        ax.set_title(partition_title(p))
+        ax.set_xlabel(xlabel)
+    axes[0][0].set_ylabel("final test accuracy (%)")
+    _legend(fig, sorted(agg["method"].unique()))
+    fig.suptitle(f"{m['title']}: final accuracy vs the cost to first reach {100 * REACH:g} % of it; dashed: Pareto frontier "
+                 f"(mean over seeds {m['protocol']['seeds']})", fontsize=9)
+    save_all(fig, outs)
+
+
+def _corr_text(x, y, stat=spearman, name: str = "Spearman ρ") -> str:
+    r = stat(x, y)
+    lo, hi = bootstrap_ci(x, y, stat)
+    if math.isnan(r):
+        return f"{name}: undefined"
+    return f"{name} = {r:.2f} [{lo:.2f}, {hi:.2f}]"
+
+
+def flatness_vs_accuracy(m: dict, outs) -> None:
+    """λ_max and the flatness distance against test accuracy across methods, per partition, with the Spearman
+    rank correlation and its 95 % bootstrap interval (resampling methods)."""
+    import matplotlib.pyplot as plt
+
+    apply_style()
+    agg = _agg(m, hessian=True)
+    parts = m["partitions"]
+    cols = (("lambda_max", "λ_max of the final model (Hessian of the training loss)"),
+            ("flatness", "flatness distance (FedNSAM Def. 1, mean over rounds)"))
+    fig, axes = plt.subplots(len(parts), 2, figsize=(7.2, 2.9 * len(parts)), squeeze=False)
+    for i, p in enumerate(parts):
+        d = agg[(agg["partition"] == p)]
+        for j, (col, label) in enumerate(cols):
+            ax = axes[i][j]
+            for _, r in d.iterrows():
+                _dot(ax, r[col], r["final_acc"], r["method"])
+            _cost_axis(ax, d[col])
+            ax.set_title(f"{partition_title(p)}: {_corr_text(d[col].to_numpy(), d['final_acc'].to_numpy())}")
+            ax.set_xlabel(label)
+            ax.set_ylabel("final test accuracy (%)")
+    _legend(fig, sorted(agg["method"].unique()))
+    fig.suptitle("Does a flatter global model generalise better? One point per method (mean over seeds); "
+                 "[95 % bootstrap interval over methods]", fontsize=9)
+    save_all(fig, outs)
+
+
+def rank_stability(m: dict, outs) -> None:
+    """Each method's rank per partition (bump chart), Kendall τ between the first and the last partition."""
+    import matplotlib.pyplot as plt
+
+    apply_style()
+    agg = _agg(m)
+    parts = m["partitions"]
+    wide = agg.pivot(index="method", columns="partition", values="rank")[parts]
+    n = len(wide)
+    fig, ax = plt.subplots(figsize=(2.2 + 1.6 * len(parts), max(3.0, 0.17 * n + 1.2)))
+    x = np.arange(len(parts))
+    for meth, r in wide.iterrows():
+        c = color_for(meth)
+        ax.plot(x, r.to_numpy(), color=c, marker=marker_for(meth), ms=4, lw=1.1, alpha=0.9)
+        ax.annotate(meth, (x[0], r.iloc[0]), xytext=(-6, 0), textcoords="offset points", ha="right", va="center",
+                    fontsize=6, color=c)
+        ax.annotate(meth, (x[-1], r.iloc[-1]), xytext=(6, 0), textcoords="offset points", ha="left", va="center",
+                    fontsize=6, color=c)
+    ax.set_xticks(x, [partition_title(p) for p in parts])
+    ax.set_xlim(-0.9, len(parts) - 0.1)
+    ax.set_ylim(n + 0.5, 0.5)
+    ax.set_yticks(range(1, n + 1, max(1, n // 12)))
+    ax.set_ylabel("rank (1 = highest mean final test accuracy)")
+    ax.grid(axis="x", alpha=0)
+    tau = _corr_text(wide[parts[0]].to_numpy(), wide[parts[-1]].to_numpy(), kendall, "Kendall τ")
+    ax.set_title(f"Rank stability, {partition_title(parts[0])} → {partition_title(parts[-1])}: {tau}\n"
+                 f"[95 % bootstrap interval over methods]", fontsize=9)
+    save_all(fig, outs)

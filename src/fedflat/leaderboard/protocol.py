@@ -1,0 +1,251 @@
+"""The leaderboard protocol: one data set, model, budget and tuning rule for every global-model method.
+
+config/leaderboard.yaml is a study config whose `leaderboard:` section stands in for `experiments:`:
+
+  leaderboard:
+    dataset: fmnist             # a GPU box: --config leaderboard='{dataset: cifar10, model: resnet18}'
+    model: mlp2
+    partitions: [iid, dir0.3, dir0.1]
+    seeds: [0, 1, 2]
+    tuning:
+      partitions: [dir0.3]      # where the grid runs; a partition not listed takes the first one's choice
+      seeds: [0]
+      rounds: 50                # the shorter horizon
+      holdout: 0.1              # validation split carved from every client's training samples (never test)
+      metric: last10_acc        # selection criterion on the validation split
+      lr: [0.03, 0.1]           # the local-lr grid, the same for every method
+      budget: 4                 # at most this many points in a method's own grid (the product of its lists)
+    methods:                    # every preset that trains one global model, with its key hyperparameters' grid
+      fedavg: {}
+      fedsam: {rho: [0.01, 0.05, 0.1, 0.5]}
+    excluded: {preset: reason}  # every other registered preset, with the reason it is not ranked
+
+`prepare` turns it, at parse time, into one tuning experiment per (tuning partition, method) -- the lr grid
+times the method's grid, with `training.holdout` and `tuning.rounds` -- and into the targets: tables
+`tuning` (grid_search) and `leaderboard`, figures pareto_communication, pareto_compute, flatness_vs_accuracy,
+rank_stability. Given the tuning's choice (fedflat.leaderboard.flow), it adds the final experiments
+`final_<partition>`: every method at its chosen lr and hyperparameters, all seeds, the full budget.
+"""
+from __future__ import annotations
+
+import copy
+import itertools
+from typing import Any
+
+from ..errors import ConfigError, choice_error
+
+KEYS = ("dataset", "model", "partitions", "seeds", "tuning", "methods", "excluded")
+TUNING_KEYS = ("partitions", "seeds", "rounds", "holdout", "metric", "lr", "budget")
+FIGURES = {"pareto_communication": "Communication", "pareto_compute": "Computation",
+           "flatness_vs_accuracy": "Flatness vs accuracy", "rank_stability": "Rank stability"}
+TUNING_TABLE, TABLE, CHOICE_FILE = "tuning", "leaderboard", "tuning_choice.json"
+
+
+def is_leaderboard(config: dict) -> bool:
+    return "leaderboard" in config
+
+
+def exp_name(stage: str, partition: str, method: str | None = None) -> str:
+    """tune_dir0p3_fedsam / final_dir0p3: experiment names free of dots."""
+    p = partition.replace(".", "p").replace("-", "_")
+    return f"{stage}_{p}" + (f"_{method}" if method else "")
+
+
+def _list(v, key: str, item=None) -> list:
+    if not isinstance(v, list) or not v:
+        raise ConfigError(f"{key}: must be a non-empty list")
+    if item is not None:
+        for x in v:
+            item(key, x)
+    return v
+
+
+def _pos_number(key, x):
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or x <= 0:
+        raise ConfigError(f"{key}: values must be numbers > 0, got {x!r}")
+
+
+def _seed(key, x):
+    if isinstance(x, bool) or not isinstance(x, int) or x < 0:
+        raise ConfigError(f"{key}: seeds must be integers >= 0, got {x!r}")
+
+
+def _check_method(name: str, grid, budget: int) -> dict:
+    from ..algorithms import PRESETS
+    from ..algorithms.oracle import DIAGNOSTIC_PRESETS
+    from ..algorithms.presets_personal import PERSONAL_PRESETS
+
+    key = f"leaderboard.methods.{name}"
+    preset = PRESETS.get(name, key="leaderboard.methods")
+    if name in PERSONAL_PRESETS:
+        raise ConfigError(f"{key}: {preset.label} is a personalised-FL preset (its accuracy is that of per-client "
+                          f"models, not of one global model); list it under leaderboard.excluded")
+    if name in DIAGNOSTIC_PRESETS:
+        raise ConfigError(f"{key}: {preset.label} is a diagnostic that reads every client's data, not a federated "
+                          f"method; list it under leaderboard.excluded")
+    grid = {} if grid is None else grid
+    if not isinstance(grid, dict):
+        raise ConfigError(f"{key}: must be a mapping of hyperparameter to a list of values ({{}}: none tuned)")
+    if "lr" in grid:
+        raise ConfigError(f"{key}.lr: the local lr grid is leaderboard.tuning.lr, the same for every method")
+    specs = preset.param_specs()
+    for k, values in grid.items():
+        if k not in specs:
+            raise ConfigError(f"{key}: unknown hyperparameter {k!r}; allowed: {', '.join(sorted(specs))}")
+        for v in _list(values, f"{key}.{k}"):
+            preset.resolve({k: v}, key="leaderboard.methods")
+    points = 1
+    for values in grid.values():
+        points *= len(values)
+    if points > budget:
+        raise ConfigError(f"{key}: {points} grid points exceed the tuning budget of {budget} per method "
+                          f"(leaderboard.tuning.budget): the same budget for every method")
+    return {k: list(v) for k, v in grid.items()}
+
+
+def check(lb: Any) -> dict:
+    """The `leaderboard:` section, every key checked; one ConfigError naming the key."""
+    from ..algorithms import PRESETS
+    from ..papers.kinds_tuning import METRICS
+
+    if not isinstance(lb, dict):
+        raise ConfigError("leaderboard: must be a mapping")
+    bad = sorted(set(lb) - set(KEYS))
+    if bad:
+        raise ConfigError(f"leaderboard: unknown key {bad[0]!r}; allowed: {', '.join(KEYS)}")
+    for k in ("dataset", "model"):
+        if not isinstance(lb.get(k), str):
+            raise ConfigError(f"leaderboard.{k}: a {k} name is required")
+    parts = _list(lb.get("partitions"), "leaderboard.partitions")
+    if len(parts) != len(set(parts)):
+        raise ConfigError("leaderboard.partitions: each partition once")
+    seeds = _list(lb.get("seeds"), "leaderboard.seeds", _seed)
+    tu = lb.get("tuning")
+    if not isinstance(tu, dict):
+        raise ConfigError("leaderboard.tuning: a mapping with " + ", ".join(TUNING_KEYS))
+    bad = sorted(set(tu) - set(TUNING_KEYS))
+    if bad:
+        raise ConfigError(f"leaderboard.tuning: unknown key {bad[0]!r}; allowed: {', '.join(TUNING_KEYS)}")
+    tparts = _list(tu.get("partitions"), "leaderboard.tuning.partitions")
+    for p in tparts:
+        if p not in parts:
+            raise choice_error("leaderboard.tuning.partitions", p, parts)
+    h = tu.get("holdout")
+    if isinstance(h, bool) or not isinstance(h, (int, float)) or not 0 < h < 0.5:
+        raise ConfigError(f"leaderboard.tuning.holdout: a fraction in (0, 0.5) is required (tuning never reads the "
+                          f"test split), got {h!r}")
+    metric = tu.get("metric", "last10_acc")
+    if metric not in METRICS:
+        raise choice_error("leaderboard.tuning.metric", metric, METRICS)
+    for k in ("rounds", "budget"):
+        v = tu.get(k)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ConfigError(f"leaderboard.tuning.{k}: must be an integer >= 1, got {v!r}")
+    budget = tu["budget"]
+    methods = lb.get("methods")
+    if not isinstance(methods, dict) or not methods:
+        raise ConfigError("leaderboard.methods: a non-empty mapping of preset to its grid")
+    grids = {name: _check_method(name, g, budget) for name, g in methods.items()}
+    excluded = lb.get("excluded") or {}
+    if not isinstance(excluded, dict):
+        raise ConfigError("leaderboard.excluded: a mapping of preset to the reason it is not ranked")
+    for name, why in excluded.items():
+        PRESETS.get(name, key="leaderboard.excluded")
+        if name in grids:
+            raise ConfigError(f"leaderboard.excluded.{name}: also listed under leaderboard.methods")
+        if not isinstance(why, str) or not why.strip():
+            raise ConfigError(f"leaderboard.excluded.{name}: give the reason it is not ranked")
+    labels: dict[str, str] = {}
+    for name in grids:  # tables and the tuning choice name methods by label
+        other = labels.setdefault(PRESETS.get(name).label, name)
+        if other != name:
+            raise ConfigError(f"leaderboard.methods.{name}: shares its label {PRESETS.get(name).label!r} with {other}")
+    missing = [n for n in PRESETS.names() if n not in grids and n not in excluded]
+    if missing:
+        raise ConfigError(f"leaderboard.methods: preset {missing[0]!r} is neither ranked (leaderboard.methods) "
+                          f"nor excluded with a reason (leaderboard.excluded)")
+    return {"dataset": lb["dataset"], "model": lb["model"], "partitions": list(parts), "seeds": list(seeds),
+            "tuning": {"partitions": list(tparts), "seeds": list(_list(tu.get("seeds"), "leaderboard.tuning.seeds", _seed)),
+                       "rounds": tu["rounds"], "holdout": float(h), "metric": metric, "budget": budget,
+                       "lr": list(_list(tu.get("lr"), "leaderboard.tuning.lr", _pos_number))},
+            "methods": grids, "excluded": dict(excluded)}
+
+
+def grid_points(grid: dict) -> list[dict]:
+    """The method's grid as a list of settings, in the order of its lists ({} : one empty setting)."""
+    keys = list(grid)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))]
+
+
+def _tuning_experiments(p: dict) -> dict:
+    from ..algorithms import PRESETS
+    from ..papers.kinds_tuning import setting_text
+
+    tu, out = p["tuning"], {}
+    for part in tu["partitions"]:
+        for name, grid in p["methods"].items():
+            label = PRESETS.get(name).label
+            out[exp_name("tune", part, name)] = {
+                "description": f"tuning {label} on {part}: lr {tu['lr']} x {setting_text(grid) or 'no own hyperparameter'}",
+                "datasets": [p["dataset"]], "models": [p["model"]], "partitions": [part], "seeds": tu["seeds"],
+                "training": {"rounds": tu["rounds"], "holdout": tu["holdout"]},
+                "algorithms": [{"preset": name, "label": " ".join(x for x in (label, setting_text({"lr": lr, **pt})) if x),
+                                "params": pt, "training": {"lr": lr}}
+                               for lr in tu["lr"] for pt in grid_points(grid)]}
+    return out
+
+
+def choice_for(chosen: dict, protocol: dict, partition: str) -> dict:
+    """The tuning's choice that applies to `partition`: its own where it was tuned, else the first tuned one's."""
+    tuned = chosen["partitions"]
+    return tuned.get(partition) or tuned[protocol["tuning"]["partitions"][0]]
+
+
+def _final_experiments(p: dict, chosen: dict) -> dict:
+    out = {}
+    for part in p["partitions"]:
+        picks = choice_for(chosen, p, part)
+        algos = [{"preset": name, "params": c["params"], "training": {"lr": c["lr"]}}
+                 for name, c in picks.items() if c is not None and name in p["methods"]]
+        if algos:
+            out[exp_name("final", part)] = {
+                "description": f"leaderboard on {part}: every method at its chosen setting",
+                "datasets": [p["dataset"]], "models": [p["model"]], "partitions": [part], "seeds": p["seeds"],
+                "algorithms": algos}
+    return out
+
+
+def prepare(config: dict, chosen: dict | None = None) -> tuple[dict, dict]:
+    """(a plain study config: tuning experiments, and final ones given `chosen`; the protocol)."""
+    if config.get("experiments"):
+        raise ConfigError("experiments: a leaderboard config generates its experiments from leaderboard:; remove them")
+    protocol = check(config["leaderboard"])
+    rounds = (config.get("training") or {}).get("rounds")
+    if isinstance(rounds, int) and protocol["tuning"]["rounds"] > rounds:
+        raise ConfigError(f"leaderboard.tuning.rounds: {protocol['tuning']['rounds']} exceeds training.rounds "
+                          f"{rounds}; the tuning horizon is the shorter one")
+    protocol["config"] = copy.deepcopy(config)  # the final experiments expand from it, at the same scale
+    cfg = copy.deepcopy(config)
+    cfg.pop("leaderboard")
+    cfg["experiments"] = _tuning_experiments(protocol)
+    if chosen is not None:
+        cfg["experiments"].update(_final_experiments(protocol, chosen))
+    tune_exps = list(_tuning_experiments(protocol))
+    cfg["tables"] = {**(cfg.get("tables") or {}),
+                     TUNING_TABLE: {"kind": "grid_search", "experiments": tune_exps, "param": "lr",
+                                    "metric": protocol["tuning"]["metric"],
+                                    "title": "Leaderboard tuning: validation accuracy per method, lr and setting",
+                                    "note": _tuning_note(protocol)},
+                     TABLE: {"kind": "leaderboard", "title": "Leaderboard: every global-model method under one protocol"}}
+    cfg["figures"] = {**(cfg.get("figures") or {}), **{f: {"kind": f, "title": t} for f, t in FIGURES.items()}}
+    return cfg, protocol
+
+
+def _tuning_note(p: dict) -> str:
+    tu = p["tuning"]
+    where = ", ".join(tu["partitions"])
+    return (f"Grid: lr in {tu['lr']} for every method times at most {tu['budget']} points of the method's own key "
+            f"hyperparameters; the shorter horizon leaderboard.tuning.rounds ({tu['rounds']} at paper scale, scaled "
+            f"like the rounds at a smaller one), seeds {tu['seeds']}, tuned on {where} "
+            f"(partitions not tuned take that choice); {100 * tu['holdout']:g} % of every client's training samples "
+            f"held out as the validation split.")

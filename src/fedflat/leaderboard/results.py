@@ -1,0 +1,86 @@
+"""The final runs' outputs as one frame per run and one row per (partition, method): what every leaderboard
+table and figure reads, computed in one place."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .stats import cost_to_reach, ranks
+
+REACH = 0.99  # cost to reach = cost until the run first reaches 99 % of its own final (last-10 %) accuracy
+PROVENANCE = {
+    "fmnist": ("Fashion-MNIST as shipped offline (shared/data/real_data.py): training split = the first 50,000 images "
+               "of the official training set; test split = its last 10,000 images, held out from the training set "
+               "(the official test file is not available offline)"),
+    "cifar10": "CIFAR-10: the official 50,000 training / 10,000 test images",
+}
+
+
+def partition_title(p: str) -> str:
+    """iid -> IID, dir0.3[-norep] -> Dir(0.3), shards2 -> Path(2)."""
+    base = p.split("-")[0]
+    if base.startswith("dir"):
+        return f"Dir({base[3:]})"
+    if base.startswith("shards"):
+        return f"Path({base[6:]})"
+    return base.upper() if base == "iid" else base
+
+
+def load_runs(entries: list[dict], hessian: bool = True) -> pd.DataFrame:
+    """One row per final run: accuracies, costs per round, cost to reach its own final accuracy, curvature."""
+    from ..fl.engine import BYTES_PER_FLOAT
+
+    rows = []
+    for e in entries:
+        d = Path(e["dir"])
+        s = json.loads((d / "summary.json").read_text())
+        m = pd.read_csv(d / "metrics.csv")
+        ok = s["status"] == "completed"
+        per_client = m["clients"].clip(lower=1)
+        row = {k: e[k] for k in ("partition", "method", "preset", "seed")}
+        row.update({
+            "status": s["status"], "final_acc": 100 * s["final_acc"] if ok else np.nan,
+            "last10_acc": 100 * s["last10_acc"] if ok else np.nan, "wall_time": s["wall_time"],
+            "grad_evals_per_step": s["grad_evals_per_step"],
+            "up_floats": float((m["up_bytes"] / per_client).mean() / BYTES_PER_FLOAT),
+            "down_floats": float((m["down_bytes"] / per_client).mean() / BYTES_PER_FLOAT),
+            "flatness": float(m["flatness_distance"].mean()),
+            "up_to_reach": np.nan, "grads_to_reach": np.nan, "lambda_max": np.nan, "trace": np.nan,
+        })
+        if ok:
+            target = REACH * 100 * s["last10_acc"]
+            acc = 100 * m["test_acc"].to_numpy(dtype=float)
+            row["up_to_reach"] = cost_to_reach(acc, m["up_bytes"].to_numpy(dtype=float), target)
+            row["grads_to_reach"] = cost_to_reach(acc, m["grad_evals"].to_numpy(dtype=float), target)
+        h = d / "hessian.json"
+        if hessian and h.exists():
+            hj = json.loads(h.read_text())
+            row["lambda_max"], row["trace"] = hj.get("lambda_max", np.nan), hj.get("trace") or np.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def per_method(runs: pd.DataFrame, partitions: list[str]) -> pd.DataFrame:
+    """One row per (partition, method): means over seeds (std of the final accuracy), the rank in its partition
+    by mean final accuracy. A method with a diverged seed gets no mean accuracy and ranks last."""
+    cols = ["final_acc", "last10_acc", "lambda_max", "trace", "flatness", "up_floats", "down_floats",
+            "grad_evals_per_step", "wall_time", "up_to_reach", "grads_to_reach"]
+    g = runs.groupby(["partition", "method"], sort=False)
+    out = g[cols].mean()
+    out["final_std"] = g["final_acc"].std(ddof=0)
+    out["seeds"] = g.size()
+    out["diverged"] = g["status"].apply(lambda s: int((s != "completed").sum()))
+    out["preset"] = g["preset"].first()
+    for c in ("final_acc", "last10_acc", "up_to_reach", "grads_to_reach"):
+        out.loc[out["diverged"] > 0, c] = np.nan
+    out = out.reset_index()
+    out["rank"] = np.nan
+    for p in partitions:
+        sel = out["partition"] == p
+        r = ranks(dict(zip(out.loc[sel, "method"], out.loc[sel, "final_acc"])))
+        out.loc[sel, "rank"] = out.loc[sel, "method"].map(r)
+    order = {p: i for i, p in enumerate(partitions)}
+    return out.sort_values(["partition", "rank"], key=lambda s: s.map(order) if s.name == "partition" else s)

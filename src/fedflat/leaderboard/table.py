@@ -1,0 +1,80 @@
+"""results/leaderboard/leaderboard.{md,csv,tex}: ranks per partition, accuracy, curvature, costs, the chosen
+setting of every method, and the protocol that made them."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from ..papers.kinds_tuning import setting_text
+from ..util.io import write_text
+from .results import PROVENANCE, REACH, load_runs, partition_title, per_method
+
+
+def _num(v, fmt="{:.3g}") -> str:
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else fmt.format(v)
+
+
+def protocol_text(m: dict) -> str:
+    p, tr, tu = m["protocol"], m["protocol"]["training"], m["protocol"]["tuning"]
+    prov = PROVENANCE.get(p["dataset"], f"{p['dataset']}: the data set's own test split")
+    scale = "" if p["scale"] == "paper" else f" Scale: {p['scale']} ({p['scale_note']})."
+    return (f"Data: {prov}. Model: {p['model']}. {tr['num_clients']} clients, {100 * tr['participation']:g} % "
+            f"participation, {tr['rounds']} rounds, {tr['local_steps']} local steps of batch {tr['batch_size']} for "
+            f"every method (one round and one local-work budget), seeds {p['seeds']}. Tuning, the same for every "
+            f"method: lr in {tu['lr']} times at most {tu['budget']} points of its own key hyperparameters, "
+            f"{tu['rounds']} rounds, seeds {tu['seeds']}, on {', '.join(tu['partitions'])}, scored by {tu['metric']} "
+            f"on a validation split of {100 * tu['holdout']:g} % of every client's training samples (never the test "
+            f"split); grid, scores and choices: tuning.md.{scale}")
+
+
+def _partition_table(df: pd.DataFrame, chosen: dict) -> pd.DataFrame:
+    rows = []
+    for _, r in df.iterrows():
+        c = chosen.get(r["method"]) or {}
+        acc = ("diverged" if r["diverged"] else f"{r['final_acc']:.2f} ± {r['final_std']:.2f}")
+        rows.append({"Rank": _num(r["rank"], "{:g}"), "Method": r["method"], "Final acc (%)": acc,
+                     "Last 10 % (%)": _num(r["last10_acc"], "{:.2f}"), "λ_max": _num(r["lambda_max"]),
+                     "Tr(H)": _num(r["trace"]), "Flatness dist.": _num(r["flatness"]),
+                     "Up floats/round": _num(r["up_floats"], "{:.4g}"), "Down floats/round": _num(r["down_floats"], "{:.4g}"),
+                     "Grad evals/step": _num(r["grad_evals_per_step"], "{:g}"), "Wall s/run": _num(r["wall_time"], "{:.3g}"),
+                     "Chosen": setting_text({"lr": c["lr"], **c["params"]}) if c else "—"})
+    return pd.DataFrame(rows)
+
+
+def render_leaderboard(m: dict, out_base: Path) -> pd.DataFrame:
+    parts = m["partitions"]
+    runs = load_runs(m["entries"])
+    agg = per_method(runs, parts)
+    titles = {p: partition_title(p) for p in parts}
+    rank_wide = agg.pivot(index="method", columns="partition", values="rank")[parts]
+    rank_wide["mean rank"] = rank_wide.mean(axis=1)
+    rank_wide = rank_wide.sort_values("mean rank").rename(columns=titles)
+    rank_wide.index.name = "Method"
+    sections = [f"# {m['title']}\n", protocol_text(m) + "\n", "## Ranks per partition (1 = highest mean final test accuracy)\n",
+                rank_wide.map(lambda v: _num(v, "{:.3g}")).to_markdown(disable_numparse=True) + "\n"]
+    tex = []
+    for p in parts:
+        t = _partition_table(agg[agg["partition"] == p], m["chosen"].get(p, {}))
+        sections += [f"## {titles[p]}\n", t.to_markdown(index=False, disable_numparse=True) + "\n"]
+        tex.append(t.to_latex(index=False, escape=True, caption=f"Leaderboard, {titles[p]}", label=f"tab:leaderboard_{p}"))
+    dropped = sorted({meth for p in parts for meth, c in m["chosen"].get(p, {}).items() if c is None})
+    excluded = "; ".join(f"{k} ({v})" for k, v in m["protocol"]["excluded"].items())
+    sections.append(
+        f"Final acc: test accuracy of the final global model, mean ± std over seeds; Last 10 %: mean over the last 10 % "
+        f"of the evaluated rounds; λ_max, Tr(H): top Hessian eigenvalue and Hutchinson trace of the training loss at "
+        f"the final model; flatness dist.: FedNSAM Def. 1, mean over rounds; floats per participating client and "
+        f"round; grad evals/step: mini-batch gradient evaluations per local step; wall time per run on the machine "
+        f"that ran it. A method with a diverged seed has no mean and ranks last. Pareto figures: cost until a run "
+        f"first reaches {100 * REACH:g} % of its own final accuracy.\n\n"
+        f"Not ranked (they do not train one global model, or are not federated): {excluded or 'none'}.\n\n"
+        f"No working setting in the tuning grid (every point diverged; not run): {', '.join(dropped) or 'none'}.\n")
+    write_text(out_base.with_suffix(".md"), "\n".join(sections))
+    csv = agg.copy()
+    csv["partition_title"] = csv["partition"].map(titles)
+    csv["chosen"] = [setting_text({"lr": c["lr"], **c["params"]}) if (c := m["chosen"][p].get(meth)) else ""
+                     for p, meth in zip(csv["partition"], csv["method"])]
+    write_text(out_base.with_suffix(".csv"), csv.to_csv(index=False))
+    write_text(out_base.with_suffix(".tex"), "\n".join(tex))
+    return agg

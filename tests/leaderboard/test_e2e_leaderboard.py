@@ -1,0 +1,55 @@
+"""The leaderboard at tiny scale end to end: in-process (every target) and through Snakemake, where the tuning
+choice is a checkpoint whose output brings the final runs into the DAG."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+import yaml
+
+from fedflat.papers.build import build
+from fedflat.study import load_study
+
+from .helpers import REPO, small_config
+
+METHODS = {"fedavg": {}, "fedsam": {"rho": [0.01, 0.1]}}
+FIGURES = ("pareto_communication", "pareto_compute", "flatness_vs_accuracy", "rank_stability")
+
+
+def _check_outputs(root: Path):
+    choice = json.loads((root / "results/leaderboard/tuning_choice.json").read_text())
+    picks = choice["partitions"]["dir0.3"]
+    assert set(picks) == {"fedavg", "fedsam"} and picks["fedsam"]["params"]["rho"] in (0.01, 0.1)
+    csv = pd.read_csv(root / "results/leaderboard/leaderboard.csv")
+    assert len(csv) == 2 * 3 and set(csv["partition"]) == {"iid", "dir0.3", "dir0.1"}
+    assert (csv["lambda_max"] > 0).all() and (csv["up_floats"] > 0).all() and csv["rank"].notna().all()
+    assert "Scale: tiny" in (root / "results/leaderboard/leaderboard.md").read_text()
+    assert "FedSAM (ρ=0.1)" in (root / "results/leaderboard/tuning.md").read_text()
+    for f in FIGURES:
+        assert (root / f"figures/leaderboard/{f}.pdf").stat().st_size > 5000
+
+
+def test_tiny_leaderboard_builds_in_process(tmp_path):
+    torch.set_num_threads(1)
+    study = load_study(small_config(METHODS))
+    build(study, "leaderboard", tmp_path, data_root=str(REPO / "data"))
+    build(study, "tuning", tmp_path, data_root=str(REPO / "data"))
+    for f in FIGURES:
+        build(study, f, tmp_path, data_root=str(REPO / "data"), section="figures")
+    _check_outputs(tmp_path)
+
+
+@pytest.mark.e2e
+def test_tiny_leaderboard_through_snakemake(tmp_path):
+    cfg = tmp_path / "leaderboard_tiny.yaml"
+    cfg.write_text(yaml.safe_dump(small_config(METHODS)))
+    cmd = [str(Path(sys.executable).with_name("snakemake")), "-s", str(REPO / "Snakefile"), "--directory",
+           str(tmp_path), "--configfile", str(cfg)]
+    res = subprocess.run(cmd + ["--cores", "2"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-3000:]
+    _check_outputs(tmp_path)
+    again = subprocess.run(cmd + ["-n"], capture_output=True, text=True)
+    assert "Nothing to be done" in again.stdout + again.stderr

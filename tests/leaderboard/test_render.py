@@ -1,0 +1,80 @@
+"""The leaderboard table and figures on synthetic final runs: ranks, diverged seeds, costs, provenance."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedflat.leaderboard.kinds import LeaderboardTable
+from fedflat.report.kinds import FIGURE_KINDS
+from fedflat.study import load_study, table_manifest
+
+from .helpers import small_config
+
+METHODS = {"fedavg": {}, "fedsam": {"rho": [0.01]}, "fednsam": {"rho": [0.1], "lam": [0.9]}}
+ACC = {"iid": {"fedavg": 0.80, "fedsam": 0.85, "fednsam": 0.90},
+       "dir0.3": {"fedavg": 0.70, "fedsam": 0.75, "fednsam": 0.72},
+       "dir0.1": {"fedavg": 0.60, "fedsam": None, "fednsam": 0.65}}  # FedSAM diverges on one seed of Dir(0.1)
+
+
+def _write_run(d: Path, spec, acc: float | None, seed: int):
+    d.mkdir(parents=True, exist_ok=True)
+    rounds = 10
+    a = None if acc is None and seed == 1 else (acc if acc is not None else 0.5) + 0.001 * seed
+    curve = np.linspace(0.1, a or 0.1, rounds)
+    m = pd.DataFrame({"round": range(1, rounds + 1), "test_acc": curve, "clients": 2,
+                      "up_bytes": 8.0 * 100, "down_bytes": 8.0 * 100 * (2 if spec.algorithm == "fednsam" else 1),
+                      "grad_evals": 2 * 5 * (2 if spec.algorithm == "fedsam" else 1),
+                      "flatness_distance": {"fedavg": 1.0, "fedsam": 0.5, "fednsam": 0.1}[spec.algorithm]})
+    m.to_csv(d / "metrics.csv", index=False)
+    ok = a is not None
+    (d / "summary.json").write_text(json.dumps({
+        "status": "completed" if ok else "diverged", "final_acc": a, "last10_acc": a, "wall_time": 12.0,
+        "grad_evals_per_step": 2 if spec.algorithm == "fedsam" else 1}))
+    (d / "hessian.json").write_text(json.dumps({"lambda_max": {"fedavg": 9.0, "fedsam": 3.0, "fednsam": 5.0}[spec.algorithm],
+                                                "trace": 100.0}))
+
+
+@pytest.fixture
+def study(tmp_path, monkeypatch):
+    s = load_study(small_config(METHODS, seeds=(0, 1)))
+    s.choice = lambda: {"partitions": {"dir0.3": {m: {"lr": 0.1, "params": {k: v[0] for k, v in g.items()}, "score": 1.0}
+                                                  for m, g in METHODS.items()}}}
+    monkeypatch.chdir(tmp_path)
+    table_manifest(s, "leaderboard")  # registers the final runs
+    for e, entries in s.experiments.items():
+        if e.startswith("final_"):
+            part = {"final_iid": "iid", "final_dir0p3": "dir0.3", "final_dir0p1": "dir0.1"}[e]
+            for rid, lab in entries:
+                spec = s.runs[rid]
+                _write_run(tmp_path / s.run_dir(rid), spec, ACC[part][spec.algorithm], lab["seed"])
+    return s
+
+
+def test_table_ranks_per_partition_and_states_the_protocol(study, tmp_path):
+    m = table_manifest(study, "leaderboard")
+    LeaderboardTable.render(m, tmp_path / "results/leaderboard/leaderboard")
+    csv = pd.read_csv(tmp_path / "results/leaderboard/leaderboard.csv")
+    rank = {(r.partition, r.method): r["rank"] for _, r in csv.iterrows()}
+    assert rank[("iid", "FedNSAM")] == 1 and rank[("iid", "FedSAM")] == 2 and rank[("iid", "FedAvg")] == 3
+    assert rank[("dir0.3", "FedSAM")] == 1 and rank[("dir0.3", "FedNSAM")] == 2
+    assert rank[("dir0.1", "FedSAM")] == 3  # a diverged seed: no mean, ranked last
+    row = csv[(csv.partition == "iid") & (csv.method == "FedAvg")].iloc[0]
+    assert row.final_acc == pytest.approx(80.05) and row.final_std == pytest.approx(0.05)
+    assert row.up_floats == pytest.approx(100.0) and row.lambda_max == 9.0 and row.wall_time == 12.0
+    assert csv[(csv.partition == "iid") & (csv.method == "FedNSAM")].iloc[0].down_floats == pytest.approx(200.0)
+    md = (tmp_path / "results/leaderboard/leaderboard.md").read_text()
+    assert "held out from the training set" in md and "never the test split" in md
+    assert "lr=0.1, ρ=0.1, λ=0.9" in md and "diverged" in md and "PerFedAvg (personalised FL" in md
+    assert "## Dir(0.1)" in md and "\\begin{table}" in (tmp_path / "results/leaderboard/leaderboard.tex").read_text()
+
+
+@pytest.mark.parametrize("kind", ["pareto_communication", "pareto_compute", "flatness_vs_accuracy", "rank_stability"])
+def test_figures_render(study, tmp_path, kind):
+    from fedflat.study import figure_manifest
+
+    m = figure_manifest(study, kind)
+    outs = [tmp_path / f"{kind}.pdf", tmp_path / f"{kind}.png"]
+    FIGURE_KINDS.get(kind).render(m, outs)
+    assert all(o.stat().st_size > 5000 for o in outs)

@@ -1,0 +1,41 @@
+"""The leaderboard's statistics on hand-made inputs: ranks, Pareto frontier, cost to reach, rank correlations."""
+import math
+
+import numpy as np
+import pytest
+
+from fedflat.leaderboard.stats import bootstrap_ci, cost_to_reach, kendall, pareto_front, ranks, spearman
+
+
+def test_ranks_best_first_ties_shared_diverged_last():
+    r = ranks({"A": 80.0, "B": 85.0, "C": float("nan"), "D": 80.0, "E": 90.0})
+    assert r == {"E": 1.0, "B": 2.0, "A": 3.5, "D": 3.5, "C": 5.0}
+
+
+def test_pareto_front_keeps_only_undominated_points_by_increasing_cost():
+    cost = [1.0, 2.0, 3.0, 2.0, 0.5, float("nan"), 4.0]
+    acc = [50.0, 60.0, 55.0, 40.0, 30.0, 99.0, 61.0]
+    # (3, 55) is dominated by (2, 60); (2, 40) by (1, 50); the NaN point is never on the front
+    assert pareto_front(cost, acc) == [4, 0, 1, 6]
+    assert pareto_front([1.0, 1.0], [5.0, 5.0]) == [0, 1]  # equal points do not dominate each other
+
+
+def test_cost_to_reach_is_the_cumulative_cost_at_the_first_evaluation_at_or_above_target():
+    acc = np.array([np.nan, 50.0, np.nan, 70.0, np.nan, 65.0])
+    cost = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    assert cost_to_reach(acc, cost, 60.0) == 10.0  # rounds 1..4
+    assert cost_to_reach(acc, cost, 50.0) == 3.0
+    assert math.isnan(cost_to_reach(acc, cost, 71.0))
+
+
+def test_rank_correlations_and_their_bootstrap_interval():
+    x = np.arange(10.0)
+    assert spearman(x, x ** 3) == pytest.approx(1.0)
+    assert spearman(x, -x) == pytest.approx(-1.0)
+    assert kendall([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(4 / 6)  # 5 concordant, 1 discordant pair
+    assert bootstrap_ci(x, x ** 3) == pytest.approx((1.0, 1.0))
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=40), rng.normal(size=40)
+    lo, hi = bootstrap_ci(a, b, reps=500)
+    assert lo < spearman(a, b) < hi and lo < 0 < hi  # independent: the interval covers 0
+    assert math.isnan(spearman([1.0, 1.0, 1.0, 1.0], [1.0, 2.0, 3.0, 4.0]))  # undefined, not 0

@@ -1,0 +1,20 @@
+# The leaderboard (config/leaderboard.yaml): the tuning's choice is a checkpoint, so the final runs it selects
+# join the DAG as soon as it exists (src/fedflat/leaderboard/flow.py). Inert for every other study.
+if STUDY.leaderboard is not None:
+    from fedflat.leaderboard.flow import choice_path as _lb_choice_path, tuning_inputs as _lb_tuning_inputs
+
+    checkpoint leaderboard_choice:
+        localrule: True  # reads a few hundred small JSON files; never worth a cluster job
+        input:
+            lambda wc: _lb_tuning_inputs(STUDY),
+        output:
+            _lb_choice_path(STUDY),
+        run:
+            from fedflat.leaderboard.flow import write_choice
+
+            write_choice(STUDY, output[0])
+
+    def _lb_choice():
+        return json.loads(Path(checkpoints.leaderboard_choice.get().output[0]).read_text())
+
+    STUDY.choice = _lb_choice
