@@ -33,6 +33,23 @@ def test_run_ids_depend_on_every_setting(cfg):
     assert changed and all("/fedsam/" in r for r in changed)
 
 
+def test_job_params_leave_out_unset_late_keys_and_round_trip(cfg):
+    """Snakemake reruns a job whose params string changed: a training key added later (local_epochs,
+    holdout, eval_subset) must not change the params of runs that leave it unset, as it does not
+    change their run id."""
+    import json
+
+    from fedflat.spec import _HASHED_WHEN_SET, RunSpec
+
+    spec = next(iter(load_study(cfg).runs.values()))
+    params = json.loads(spec.job_params())
+    assert not set(_HASHED_WHEN_SET) & set(params["training"])
+    assert RunSpec.from_dict(params) == spec  # the train job gets every default back
+    set_ = RunSpec.from_dict({**spec.to_dict(), "training": {**spec.training, "local_epochs": 2}})
+    assert json.loads(set_.job_params())["training"]["local_epochs"] == 2
+    assert set_.run_id() != spec.run_id()
+
+
 def test_an_entry_training_override_changes_only_its_own_runs(cfg):
     """A per-method setting (FedTOGA App. B.2: lr decay 0.9995 for FedSMOO on ResNet-18) applies to that
     entry's runs; every other run keeps its id."""

@@ -107,7 +107,18 @@ class RunSpec:
     @classmethod
     def from_dict(cls, d: dict) -> "RunSpec":
         names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        d = {k: v for k, v in d.items() if k in names}
+        if "training" in d:  # a key left out (see job_params) takes its default
+            d["training"] = {**TRAINING_DEFAULTS, **d["training"]}
+        return cls(**d)
+
+    def job_params(self) -> str:
+        """The spec as the train job's Snakemake params: the run id's canonical form (keys added later
+        left out while unset), so a new training key does not make Snakemake rerun finished runs
+        whose settings it does not change."""
+        d = self.to_dict()
+        d["training"] = {k: v for k, v in d["training"].items() if not (k in _HASHED_WHEN_SET and not v)}
+        return json.dumps(d, sort_keys=True)
 
     def digest(self) -> str:
         """Hash of everything but the names already in the path."""

@@ -9,7 +9,7 @@ rule train:
         summary="results/runs/{run}/summary.json",
         model="results/runs/{run}/model.pt",
     params:
-        spec=lambda wc: json.dumps(STUDY.runs[wc.run].to_dict(), sort_keys=True),
+        spec=lambda wc: STUDY.runs[wc.run].job_params(),  # canonical: new defaulted keys rerun nothing
         out_dir=lambda wc: f"results/runs/{wc.run}",
     log:
         "results/runs/{run}/train.log",
