@@ -114,10 +114,11 @@ class RunSpec:
 
     def job_params(self) -> str:
         """The spec as the train job's Snakemake params: the run id's canonical form (keys added later
-        left out while unset), so a new training key does not make Snakemake rerun finished runs
-        whose settings it does not change."""
+        left out while unset, the backend while it is the default), so a new training key or a new
+        default backend does not make Snakemake rerun finished runs whose numbers it does not change."""
         d = self.to_dict()
-        d["training"] = {k: v for k, v in d["training"].items() if not (k in _HASHED_WHEN_SET and not v)}
+        d["training"] = {k: v for k, v in d["training"].items() if not (k in _HASHED_WHEN_SET and not v)
+                         and not (k == "backend" and v == TRAINING_DEFAULTS["backend"])}  # speed only
         return json.dumps(d, sort_keys=True)
 
     def digest(self) -> str:
