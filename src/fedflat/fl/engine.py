@@ -21,6 +21,7 @@ from ..errors import ConfigError
 from ..models import build_model, count_parameters
 from ..spec import RunSpec
 from ..util.io import torch_save, write_json
+from ..util.malloc import tune_allocator
 from .batches import BatchStream, sample_clients, torch_generator
 from .client_store import ClientStateStore
 from .evaluate import evaluate
@@ -78,6 +79,7 @@ class Outputs:
 class Simulation:
     def __init__(self, spec: RunSpec, data: ArrayDataset, partition: Partition, out_dir: Path,
                  device: str = "cpu", progress: bool = True):
+        tune_allocator()  # model-sized temporaries without a page fault per op (util/malloc.py)
         self.spec = spec
         self.device = resolve_device(device)
         self.data = data.to(self.device)
