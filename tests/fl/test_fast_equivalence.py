@@ -37,14 +37,15 @@ def _problem():
     return data, Partition(clients, hist, {"spec": "manual", "seed": 0})
 
 
-def _sim(tmp_path, model, algorithm, backend, hp=None, augment=False, **tr):
+def _sim(tmp_path, model, algorithm, backend, hp=None, augment=False, uplink=None, **tr):
     data, part = _problem()
     if augment:  # random flips drawn from the per-(seed, round, client) generator, eagerly
         data.augment = lambda x, gen: random_hflip(x, gen)
     training = check_training({"num_clients": CLIENTS, "participation": 1.0, "rounds": 1, "local_steps": 3,
                                "batch_size": 4, "lr": 0.2, "weight_decay": 1e-3, "local_momentum": 0.5,
                                "clip_grad_norm": 1.0, "checkpoint_every": 0, "backend": backend, **tr})
-    spec = RunSpec("tiny_img", "manual", model, algorithm, 0, PRESETS.get(algorithm).resolve(hp or {}), {}, training)
+    spec = RunSpec("tiny_img", "manual", model, algorithm, 0, PRESETS.get(algorithm).resolve(hp or {}), {}, training,
+                   {}, dict(uplink or {}))
     return Simulation(spec, data, part, tmp_path / backend, progress=False)
 
 
@@ -78,6 +79,47 @@ def test_compile_matches_eager_after_a_round(tmp_path, model, algorithm, hp, aug
         torch.nn.init.zeros_(list(twin.parameters())[-1])
         assert not torch.allclose(twin(x), fast.fm.module.eval()(x))
     fast.fm.module.train()
+
+
+def _with_synthetic_set(sim, n=5, seed=1):
+    """FedSynSAM as after its distillation: D_syn in the server state (no trajectory to record)."""
+    g = torch.Generator().manual_seed(seed)
+    sim.srv.state.pop("syn_traj", None)
+    sim.srv.state["syn_x"] = torch.randn((n, 1, 6, 6), generator=g)
+    sim.srv.state["syn_y"] = torch.arange(n) % C
+    return sim
+
+
+SYN_HP = {"rho": 0.5, "beta": 0.3, "syn_round": 1, "syn_steps": 1}
+Q4 = {"kind": "quant", "bits": 4}
+
+
+@pytest.mark.parametrize("model,hp,augment", [("mlp", SYN_HP, False), ("cnn_small", SYN_HP, True),
+                                              ("mlp", {**SYN_HP, "syn_batch": 2}, False)])
+def test_fused_fedsynsam_matches_eager_with_the_synthetic_gradient_and_a_compressed_uplink(tmp_path, model, hp, augment):
+    """Round 2 > R: the ascent direction is β∇F(w; ξ) + (1−β)∇F(w; ζ) in both paths, under Q4 uplinks."""
+    eager = _with_synthetic_set(_sim(tmp_path, model, "fedsynsam", "eager", hp, augment, uplink=Q4))
+    fast = _with_synthetic_set(_sim(tmp_path, model, "fedsynsam", "compile", hp, augment, uplink=Q4))
+    sam = _sim(tmp_path / "sam", model, "fedsam", "compile", {"rho": SYN_HP["rho"]}, augment, uplink=Q4)
+    assert fused_blocker(fast) is None
+    theta0 = eager.srv.theta.clone()
+    for s in (eager, fast, sam):
+        s.run_round(2)
+    assert (eager.srv.theta - theta0).abs().max() > 1e-2
+    torch.testing.assert_close(fast.srv.theta, eager.srv.theta, rtol=0, atol=1e-5)
+    assert (sam.srv.theta - fast.srv.theta).abs().max() > 1e-3  # the synthetic term did change the step
+
+
+@pytest.mark.parametrize("algorithm,hp", [("fedavg", {}), ("fedsam", {"rho": 0.5})])
+def test_fused_step_with_a_compressed_uplink_matches_eager(tmp_path, algorithm, hp):
+    eager = _sim(tmp_path, "mlp", algorithm, "eager", hp, uplink=Q4)
+    fast = _sim(tmp_path, "mlp", algorithm, "compile", hp, uplink=Q4)
+    plain = _sim(tmp_path / "plain", "mlp", algorithm, "compile", hp)
+    assert fused_blocker(fast) is None
+    for s in (eager, fast, plain):
+        s.run_round(1)
+    torch.testing.assert_close(fast.srv.theta, eager.srv.theta, rtol=0, atol=1e-5)
+    assert (plain.srv.theta - fast.srv.theta).abs().max() > 1e-3  # the quantizer did act on the update
 
 
 def test_compiled_client_result_does_not_depend_on_processing_order(tmp_path):

@@ -208,6 +208,17 @@ class Perturbation(Part):
     def gradient(self, ctx: ClientContext, w: Tensor, batch, grad_at: GradFn) -> tuple[Tensor, Tensor]:
         raise NotImplementedError
 
+    def fused_form(self) -> Optional[str]:
+        """Which tensor function the whole-step compiled graph (fl/fast.py FusedStep) may use for this
+        part's `gradient`: "plain" ∇F(w; ξ); "ascent" the SAM step δ = ρ d/(‖d‖+ε) (0 when d = 0),
+        ∇F(w + δ; ξ), with d = ∇F(w; ξ) or, where `fused_mix(ctx)` gives (β, ζ), β∇F(w; ξ) + (1−β)∇F(w; ζ);
+        None: not fused. Only the class that defines it is fused (a subclass changing `direction` is not)."""
+        return None
+
+    def fused_mix(self, ctx: ClientContext):
+        """(β, (x, y)) of a second batch whose gradient is mixed into the ascent direction this step, or None."""
+        return None
+
 
 class Correction(Part):
     """What is added to the local step's gradient."""

@@ -181,7 +181,7 @@ class Simulation:
         loss_sum = torch.zeros((), device=self.device)
         fused = fused_step(self)  # backend=compile, FedAvg/FedSAM-type parts: the loop below as one graph
         if fused is not None:
-            loss_sum = fused.run(w, buf, stream, gen, lr, steps)
+            loss_sum = fused.run(w, buf, stream, gen, lr, steps, ctx)
         for _ in range(0 if fused is not None else steps):
             x, y = self.data.train_batch(stream.next(), gen)
             if stats is not None:

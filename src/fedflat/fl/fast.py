@@ -28,6 +28,7 @@ and lost on this CPU (grouped convolutions are slow; see docs/performance.md); i
 """
 from __future__ import annotations
 
+import types
 import weakref
 from typing import Callable, Optional
 
@@ -95,6 +96,17 @@ def make_flat_grad(fm: FlatModel):
     return flat_grad
 
 
+def compile_own(fn: Callable) -> Callable:
+    """torch.compile of a copy of `fn` with a code object of its own. Dynamo keeps one cache per code
+    object, and every Simulation's step closure shares one: past `recompile_limit` (8) models, shapes
+    or settings in one process (test suites, benchmarks, analysis replays), a fullgraph compile fails
+    instead of recompiling. A private code object gives each instance its own cache."""
+    own = types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    # dynamic=False: a second model or batch shape would otherwise trigger "automatic dynamic" shapes
+    # (measured: LeNet-5 1.5x slower than eager and a 4-minute compile); static graphs per shape instead.
+    return torch.compile(own, fullgraph=True, dynamic=False)
+
+
 class CompiledGrad:
     """grad_at(point, batch) -> (loss, flat gradient), compiled; same contract as FlatModel.grad_at.
 
@@ -107,10 +119,7 @@ class CompiledGrad:
         use_compiled_pools(fm.module)
         flat_grad = make_flat_grad(fm)
 
-        # dynamic=False: every CompiledGrad shares flat_grad's code object, so a second model or batch
-        # shape in one process would otherwise trigger "automatic dynamic" shapes (measured: LeNet-5
-        # 1.5x slower than eager and a 4-minute compile); static graphs recompile per shape instead.
-        self._fn = torch.compile(flat_grad, fullgraph=True, dynamic=False)
+        self._fn = compile_own(flat_grad)
 
         install_compiled_inference(fm.module)
 
@@ -152,49 +161,54 @@ def install_compiled_inference(module: nn.Module) -> None:
 def fused_blocker(sim) -> Optional[str]:
     """Why a client's local step cannot run as one compiled graph (FusedStep), or None.
 
-    The fused step reproduces the engine's loop for the plain gradient (FedAvg-type) and the plain
-    SAM ascent with no corrections; any other part, or an analysis hook that wraps the part's
-    `gradient` (an instance attribute), keeps the per-call path (CompiledGrad)."""
-    from ..algorithms.perturbations import NoPerturbation, SAMPerturbation
-
+    The fused step reproduces the engine's loop where the perturbation part declares its `fused_form`
+    (algorithms/base.py: the plain gradient, FedAvg-type; the SAM ascent, FedSAM; the ascent with a
+    mixed-in second gradient, FedSynSAM) and there are no corrections. Compression is not in the way:
+    it acts on the client's final delta, after the loop (Simulation.send_up). Any other part, a
+    subclass of a fused one, or an analysis hook that wraps the part's `gradient` or `ascent` (an
+    instance attribute), keeps the per-call path (CompiledGrad)."""
     pert = sim.algo.perturbation
     if sim.backend != "compile":
         return "backend is not compile"
-    if type(pert) not in (NoPerturbation, SAMPerturbation) or "gradient" in vars(pert):
-        return f"perturbation {type(pert).__name__} (or a hook on it) is not fused"
     if getattr(pert, "np_mode", "off") != "off":
         return "the N-perturbation option (np_mode) is not fused"
+    if "fused_form" not in vars(type(pert)) or pert.fused_form() is None:
+        return f"perturbation {type(pert).__name__} is not fused"
+    if {"gradient", "ascent"} & set(vars(pert)):
+        return f"a hook wraps {type(pert).__name__}'s gradient"
     if sim.algo.corrections:
         return "gradient corrections are not fused"
     return None
 
 
 class FusedStep:
-    """The whole local step as one compiled graph (training.backend: compile, FedAvg/FedSAM-type parts).
+    """The whole local step as one compiled graph (training.backend: compile, parts with a `fused_form`).
 
     Per step: gather the mini-batch from the uint8 training tensor and normalise it (or take the
-    eagerly augmented batch), loss and flat gradient (twice for SAM: δ = ρ g/(‖g‖+ε), 0 when g = 0,
-    gradient at w + δ, loss reported at w), clipping, weight decay, momentum and the SGD update of
-    the flat iterate, in place. This is the engine's loop (Simulation.local_train) written once more
-    as a pure tensor function, so the per-step Python dispatch of the two dozen small ops (indexing,
-    normalisation, norms, the update) disappears; tests/fl/test_fast_equivalence.py checks it
-    against the eager loop to 1e-5. The learning rate enters as a 0-d tensor, so a decaying
-    schedule does not recompile."""
+    eagerly augmented batch), loss and flat gradient (for the ascent form: d = g, or β g + (1−β) g_ζ
+    with g_ζ the gradient on the part's second batch (FedSynSAM's synthetic set, passed in per step);
+    δ = ρ d/(‖d‖+ε), 0 when d = 0; gradient at w + δ; loss reported at w), clipping, weight decay,
+    momentum and the SGD update of the flat iterate, in place. This is the engine's loop
+    (Simulation.local_train) written once more as a pure tensor function, so the per-step Python
+    dispatch of the two dozen small ops (indexing, normalisation, norms, the update) disappears;
+    tests/fl/test_fast_equivalence.py checks it against the eager loop to 1e-5. The learning rate
+    enters as a 0-d tensor, so a decaying schedule does not recompile; a step with and without a
+    second batch are two graphs (FedSynSAM before and after the distillation)."""
 
     def __init__(self, sim):
-        from ..algorithms.perturbations import SAM_EPS, SAMPerturbation
+        from ..algorithms.perturbations import SAM_EPS
 
         fm, spec, data = sim.fm, sim.spec, sim.data
         self.fm, self.data = fm, data
         use_compiled_pools(fm.module)  # same numbers, a faster pool backward inside the graph
-        pert = sim.algo.perturbation
-        rho = float(pert.rho) if isinstance(pert, SAMPerturbation) and pert.rho != 0.0 else None
+        self.pert = pert = sim.algo.perturbation
+        rho = float(pert.rho) if pert.fused_form() == "ascent" else None
         clip, wd, mom = float(spec.clip_grad_norm), float(spec.weight_decay), float(spec.local_momentum)
         mean, std = data.mean, data.std
 
         flat_grad = make_flat_grad(fm)
 
-        def step(w, buf, loss_sum, lr, x, y, idx):
+        def step(w, buf, loss_sum, lr, x, y, idx, beta, xs, ys):
             if idx is not None:  # ArrayDataset.train_batch without augmentation, inside the graph
                 x, y = x[idx], y[idx]
                 if x.dtype == torch.uint8:
@@ -203,7 +217,9 @@ class FusedStep:
                         shape = (1, -1) + (1,) * (x.dim() - 2)
                         x = (x - mean.view(shape)) / std.view(shape)
             loss, g = flat_grad(w, x, y)
-            if rho is not None:  # AscentPerturbation.gradient with safe_unit
+            if rho is not None:  # AscentPerturbation.gradient with safe_unit / SynSAMPerturbation.ascent
+                if xs is not None:
+                    g = g * beta + flat_grad(w, xs, ys)[1] * (1.0 - beta)
                 n = g.norm()
                 delta = torch.where(n == 0, torch.zeros_like(g), g / (n + SAM_EPS) * rho)
                 _, g = flat_grad(w + delta, x, y)
@@ -216,25 +232,27 @@ class FusedStep:
                 g = buf.mul_(mom).add_(g)
             w.sub_(lr * g)
 
-        self._fn = torch.compile(step, fullgraph=True, dynamic=False)  # dynamic=False: see CompiledGrad
+        self._fn = compile_own(step)
         # an epoch's partial last batch (training.local_epochs) runs the same function eagerly: its
         # size differs per client, and a static graph per leftover size would recompile every time
         self._eager = step
         install_compiled_inference(fm.module)
 
-    def run(self, w: torch.Tensor, buf: Optional[torch.Tensor], stream, gen, lr: float, steps: int) -> torch.Tensor:
+    def run(self, w: torch.Tensor, buf: Optional[torch.Tensor], stream, gen, lr: float, steps: int, ctx) -> torch.Tensor:
         """`steps` local steps on `w` (and the momentum buffer) in place; returns the summed loss."""
-        data = self.data
+        data, pert = self.data, self.pert
         loss_sum = torch.zeros((), device=w.device, dtype=w.dtype)
         lr_t = torch.tensor(lr, device=w.device, dtype=w.dtype)
         for _ in range(steps):
             idx = stream.next()
             fn = self._eager if stream.partial else self._fn
+            mix = pert.fused_mix(ctx)  # drawn after the batch, as the eager part draws ζ after ξ
+            beta, (xs, ys) = mix if mix is not None else (0.0, (None, None))
             if data.augment is None:
-                fn(w, buf, loss_sum, lr_t, data.train_x, data.train_y, idx)
+                fn(w, buf, loss_sum, lr_t, data.train_x, data.train_y, idx, beta, xs, ys)
             else:  # augmentation draws from the client's generator: eager, as in the plain loop
                 x, y = data.train_batch(idx, gen)
-                fn(w, buf, loss_sum, lr_t, x, y, None)
+                fn(w, buf, loss_sum, lr_t, x, y, None, beta, xs, ys)
         return loss_sum
 
 
