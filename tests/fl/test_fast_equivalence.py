@@ -54,8 +54,9 @@ EPOCHS = {"local_epochs": 1, "batch_size": 3}  # 8 samples per client: batches o
 
 @pytest.mark.parametrize("model,algorithm,hp,augment,fused,tr", [
     ("mlp", "fedavg", {}, False, True, {}), ("mlp", "fedsam", {"rho": 0.5}, False, True, {}),
-    ("cnn_small", "fedsam", {"rho": 0.5}, True, True, {}), ("linear", "fedprox", {"mu": 0.5}, False, False, {}),
-    ("mlp", "fedsam", {"rho": 0.5}, False, True, EPOCHS), ("linear", "fedprox", {"mu": 0.5}, False, False, EPOCHS)])
+    ("cnn_small", "fedsam", {"rho": 0.5}, True, True, {}), ("linear", "fedprox", {"mu": 0.5}, False, True, {}),
+    ("mlp", "fedsam", {"rho": 0.5}, False, True, EPOCHS), ("linear", "fedprox", {"mu": 0.5}, False, True, EPOCHS),
+    ("linear", "fedasam", {"rho": 0.5}, False, False, {})])
 def test_compile_matches_eager_after_a_round(tmp_path, model, algorithm, hp, augment, fused, tr):
     eager = _sim(tmp_path, model, algorithm, "eager", hp, augment, **tr)
     fast = _sim(tmp_path, model, algorithm, "compile", hp, augment, **tr)
@@ -122,6 +123,27 @@ def test_fused_step_with_a_compressed_uplink_matches_eager(tmp_path, algorithm, 
     assert (plain.srv.theta - fast.srv.theta).abs().max() > 1e-3  # the quantizer did act on the update
 
 
+@pytest.mark.parametrize("algorithm,hp,base", [
+    ("scaffold", {}, "fedavg"), ("feddyn", {"alpha": 0.5}, "fedavg"), ("fedcm", {"cm_alpha": 0.5}, "fedavg"),
+    ("fedsagd", {"beta": 0.5, "prox_lam": 0.5, "decay_mu": 0.1}, "fedavg"), ("feddc", {"alpha": 0.5}, "scaffold"),
+    ("fedgamma", {"rho": 0.5}, "fedsam"), ("fedspeed", {"rho": 0.5, "alpha": 0.5}, "fedsam"),
+    ("fedlesam", {"rho": 0.5, "lesam_first": "init"}, "fedavg"),
+    ("fedlesam_d", {"rho": 0.5, "alpha": 0.5, "lesam_dir": "global"}, "feddyn"),
+    ("fedlesam_s", {"rho": 0.5, "lesam_dir": "global"}, "scaffold")])
+def test_fused_corrections_and_shifted_points_match_eager(tmp_path, algorithm, hp, base):
+    """Two rounds (control variates, duals and server momenta are non-zero in round 2) under Q4 uplinks;
+    `base` is the same algorithm without the fused term, so a dropped term would show."""
+    sims = {k: _sim(tmp_path / k, "mlp", alg, be, h, uplink=Q4, weight_decay=0.0 if alg == "fedsagd" else 1e-3)
+            for k, alg, be, h in (("eager", algorithm, "eager", hp), ("fast", algorithm, "compile", hp),
+                                  ("base", base, "eager", {k: v for k, v in hp.items() if k in PRESETS.get(base).param_specs()}))}
+    assert fused_blocker(sims["fast"]) is None
+    for t in (1, 2):
+        for s in sims.values():
+            s.run_round(t)
+    torch.testing.assert_close(sims["fast"].srv.theta, sims["eager"].srv.theta, rtol=0, atol=1e-5)
+    assert (sims["base"].srv.theta - sims["eager"].srv.theta).abs().max() > 1e-3
+
+
 def test_compiled_client_result_does_not_depend_on_processing_order(tmp_path):
     sim = _sim(tmp_path, "mlp", "fedsam", "compile", {"rho": 0.5})
     start, lr = sim.srv.theta.clone(), sim.lr_at(1)
@@ -178,7 +200,8 @@ def test_fused_step_only_for_plain_parts(tmp_path):
     sim.algo.perturbation.gradient = lambda *a: orig(*a)  # an analysis hook wrapping the part
     assert "hook" in fused_blocker(sim)
     assert "not fused" in fused_blocker(_sim(tmp_path / "asam", "mlp", "fedasam", "compile"))
-    assert "corrections" in fused_blocker(_sim(tmp_path / "prox", "mlp", "fedprox", "compile"))
+    assert "TOGA" in fused_blocker(_sim(tmp_path / "toga", "mlp", "fedtoga", "compile"))
+    assert "LocalNesterov" in fused_blocker(_sim(tmp_path / "lnag", "mlp", "fedlnag", "compile"))
 
 
 def test_compiled_max_pool_backward_is_aten_bit_for_bit():

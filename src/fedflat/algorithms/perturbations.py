@@ -231,6 +231,12 @@ class FixedPerturbation(Perturbation):
     def gradient(self, ctx, w, batch, grad_at):
         return grad_at(w + ctx.scratch["delta"], batch)
 
+    def fused_form(self):
+        return "shifted"
+
+    def fused_shift(self, ctx):
+        return ctx.scratch["delta"]
+
 
 @PERTURBATIONS.register("momentum_direction")
 class MomentumDirectionPerturbation(FixedPerturbation):
