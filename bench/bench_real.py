@@ -73,9 +73,10 @@ def path_of(sim) -> str:
     return "eager" if sim.backend == "eager" else ("fused" if fused_blocker(sim) is None else "per-call")
 
 
-def steps_part(workload, algorithm, steps, chunks, clients=10) -> dict:
+def steps_part(workload, algorithm, steps, chunks, clients=10, fast="auto") -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        sims = {b: build(workload, algorithm, b, steps, clients, tmp) for b in ("eager", "auto")}
+        sims = {"eager": build(workload, algorithm, "eager", steps, clients, tmp),
+                "auto": build(workload, algorithm, fast, steps, clients, tmp)}
         fns = {b: client_round(s) for b, s in sims.items()}
         fns["eager"]()
         warm = timed(fns["auto"])  # compilation (if auto compiles) plus one client's round
@@ -145,14 +146,15 @@ def main(argv=None) -> None:
     ap.add_argument("--algorithms", nargs="+", default=["fedavg", "fedsam", "fedsynsam"])
     ap.add_argument("--steps", type=int, default=10, help="local steps K per client (FedSynSAM: 10)")
     ap.add_argument("--chunks", type=int, default=4, help="client rounds per side in the steps part")
+    ap.add_argument("--fast", default="auto", choices=["auto", "compile"], help="the backend timed against eager")
     ap.add_argument("--parts", nargs="+", default=["steps", "allocator", "fixed"], choices=["steps", "allocator", "fixed"])
     a = ap.parse_args(argv)
     print(f"real workloads, Q4 uplink, K={a.steps}; {machine()}")
     for w in a.workloads:
         for alg in a.algorithms:
             if "steps" in a.parts:
-                r = steps_part(w, alg, a.steps, a.chunks)
-                print(f"  steps      {w:8s} {alg:9s} eager {r['eager_ms']:8.1f} ms/client  auto ({r['auto_path']}) "
+                r = steps_part(w, alg, a.steps, a.chunks, fast=a.fast)
+                print(f"  steps      {w:8s} {alg:9s} eager {r['eager_ms']:8.1f} ms/client  {a.fast} ({r['auto_path']}) "
                       f"{r['auto_ms']:8.1f} ms/client  speed-up {r['speedup']:.2f}x (CPU time {r['speedup_cpu']:.2f}x)  "
                       f"warm-up {r['warmup_s']:.1f}s", flush=True)
             if "allocator" in a.parts:

@@ -34,7 +34,7 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "dirichlet_variant": "rep",
     "samples_per_client": 0,  # 0: len(train) // num_clients (balanced Dirichlet variants)
     "eval_subset": 0,  # evaluate on the first N test samples; 0: the whole test split
-    "backend": "eager",  # eager | compile | auto: how local gradients are computed (fl/fast.py)
+    "backend": "auto",  # eager | compile | auto: how local gradients are computed (fl/fast.py); not in the run id
     "holdout": 0.0,  # tuning runs: this fraction of every client's samples is a validation set, evaluated instead of test
 }
 

@@ -19,7 +19,7 @@ from fedflat.errors import ConfigError
 from fedflat.fl.engine import Simulation
 from fedflat.fl.evaluate import evaluate
 from fedflat.data.augment import random_hflip
-from fedflat.fl.fast import compile_blocker, fused_blocker, resolve_backend
+from fedflat.fl.fast import AUTO_MIN_STEPS, compile_blocker, fused_blocker, resolve_backend
 from fedflat.fl.flat import FlatModel
 from fedflat.spec import RunSpec, check_training
 
@@ -165,10 +165,24 @@ def test_backend_is_validated_and_falls_back(tmp_path):
     assert resolve_backend("auto", fm_bn, cpu, False) == "eager"
     assert resolve_backend("auto", fm_ok, cpu, False) == "compile"
     fm_gn = FlatModel(nn.Sequential(nn.Conv2d(2, 4, 3), nn.GroupNorm(2, 4)))
-    assert resolve_backend("auto", fm_gn, cpu, False) == "eager"  # measured slower compiled
+    assert resolve_backend("auto", fm_gn, cpu, False) == "eager"  # measured slower compiled (ResNet-18-GN)
     assert resolve_backend("compile", fm_gn, cpu, False) == "compile"  # still allowed when asked
+    fm_in = FlatModel(nn.Sequential(nn.Conv2d(2, 4, 3), nn.GroupNorm(4, 4)))  # instance norm: ConvNet-3 won
+    assert resolve_backend("auto", fm_in, cpu, False) == "compile"
+    assert resolve_backend("auto", fm_ok, cpu, False, steps=AUTO_MIN_STEPS - 1) == "eager"  # warm-up not paid back
+    assert resolve_backend("auto", fm_ok, cpu, False, steps=AUTO_MIN_STEPS) == "compile"
+    assert resolve_backend("compile", fm_ok, cpu, False, steps=1) == "compile"
     with pytest.raises(ConfigError, match="'compile' unsupported"):
         resolve_backend("compile", fm_do, cpu, False)
+
+
+def test_auto_compiles_long_runs_where_the_step_fuses_or_the_model_convolves(tmp_path):
+    long = {"rounds": AUTO_MIN_STEPS}  # 3 clients x 3 steps per round
+    assert _sim(tmp_path / "a", "mlp", "fedsam", "auto", {"rho": 0.5}, **long).backend == "compile"  # fused
+    assert _sim(tmp_path / "b", "mlp", "fedasam", "auto", **long).backend == "eager"  # per-call, GEMM-bound MLP
+    assert _sim(tmp_path / "c", "cnn_small", "fedasam", "auto", **long).backend == "compile"  # per-call, convolutions
+    assert _sim(tmp_path / "d", "mlp", "fedsam", "auto", {"rho": 0.5}).backend == "eager"  # 9 steps: no pay-back
+    assert check_training({})["backend"] == "auto"
 
 
 def test_backend_does_not_change_the_run_id():

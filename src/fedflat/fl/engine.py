@@ -25,7 +25,7 @@ from ..util.malloc import tune_allocator
 from .batches import BatchStream, sample_clients, torch_generator
 from .client_store import ClientStateStore
 from .evaluate import evaluate
-from .fast import fused_step, make_grad_at, resolve_backend
+from .fast import auto_keeps_eager, fused_step, make_grad_at, resolve_backend
 from .flat import FlatModel
 from .hooks import COMPRESSORS, ROUND_HOOKS
 from .metrics import MetricsLog, Progress
@@ -114,8 +114,11 @@ class Simulation:
         self.compressor = COMPRESSORS.get(up.pop("kind", "none"), key="uplink.kind")(**up)
         self.compressor_state: dict[int, dict] = {}  # per-client error-feedback memory
         self._loss_parts = [p for p in self.algo.parts if type(p).loss_term is not Part.loss_term]
-        self.backend = resolve_backend(spec.training.get("backend", "eager"), self.fm, self.device,
-                                       bool(self._loss_parts))  # fl/fast.py: how grad_at is computed
+        asked = spec.training.get("backend", "eager")
+        self.backend = resolve_backend(asked, self.fm, self.device, bool(self._loss_parts),
+                                       self.total_local_steps())  # fl/fast.py: how grad_at is computed
+        if asked == "auto" and self.backend == "compile" and auto_keeps_eager(self):
+            self.backend = "eager"
         for obj in (*self.algo.parts, self.compressor):  # parts/compressors that need the model, data or seed
             if hasattr(obj, "bind"):
                 obj.bind(self)
@@ -140,6 +143,13 @@ class Simulation:
         if not e:
             return self.spec.local_steps
         return e * math.ceil(len(self.client_idx[cid]) / self.spec.batch_size)
+
+    def total_local_steps(self) -> int:
+        """Local steps of the whole run (rounds x clients per round x the mean K_i): what a compile warm-up
+        is paid back over."""
+        n = self.spec.num_clients
+        mean_k = sum(self.client_steps(c) for c in range(n)) / n
+        return int(self.spec.rounds * self.spec.clients_per_round * mean_k)
 
     def client_stream(self, cid: int, t: int) -> BatchStream:
         """Client cid's mini-batches in round t: epochs with a partial last batch under local_epochs,
@@ -407,6 +417,6 @@ def train(spec: RunSpec, out_dir: str | Path, partition_path: str | Path, data_r
     sim.resume()  # a corrupted or foreign checkpoint fails here, before anything is written
     write_json(out.config, {"spec": spec.to_dict(), "run_id": spec.run_id(), "algorithm": sim.algo.describe(),
                             "source": sim.algo.preset.source, "partition_file": str(partition_path),
-                            "partition_meta": partition.meta, "device": str(sim.device),
+                            "partition_meta": partition.meta, "device": str(sim.device), "backend": sim.backend,
                             "environment": environment()})
     return sim.run(stop_after=stop_after)

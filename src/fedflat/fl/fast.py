@@ -60,7 +60,28 @@ def compile_blocker(fm: FlatModel, has_extra_loss: bool) -> Optional[str]:
     return None
 
 
-def resolve_backend(name: str, fm: FlatModel, device: torch.device, has_extra_loss: bool) -> str:
+# auto compiles only runs of at least this many local steps (rounds x clients per round x K): the
+# one-off warm-up (~5-8 s for the FMNIST MLP with a warm inductor cache, ~25-30 s for the ConvNet-3,
+# longer cold) must be paid back. Measured savings (docs/performance.md): 0.4-1.3 ms per MLP step, so
+# ~10,000 steps break even for FedAvg on the MLP; FedSynSAM's FMNIST runs have 30,000, CI runs < 100.
+AUTO_MIN_STEPS = 10_000
+
+
+def slow_norm(module: nn.Module) -> Optional[str]:
+    """A normalisation layer whose compiled backward lost on the CPU, or None. ResNet-18-GN
+    (GroupNorm(2, C)) ran 0.73-0.91x compiled; the ConvNet-3's instance norm (GroupNorm(C, C)) won
+    (1.22x FedAvg, 1.49x FedSAM). LayerNorm (ViT) was not measured."""
+    for m in module.modules():
+        if isinstance(m, nn.LayerNorm) or (isinstance(m, nn.GroupNorm) and m.num_groups < m.num_channels):
+            return type(m).__name__
+    return None
+
+
+def resolve_backend(name: str, fm: FlatModel, device: torch.device, has_extra_loss: bool,
+                    steps: Optional[int] = None) -> str:
+    """The backend a run uses: `eager`, or `compile` when asked (a ConfigError if unsupported) or when
+    `auto` finds it measured to win for this model and run length (`steps`: the run's local steps;
+    None: long). Engine-level conditions (which parts fuse) are added by `auto_keeps_eager`."""
     if name not in BACKENDS:
         raise ConfigError(f"training.backend: {name!r} not allowed; allowed: {', '.join(BACKENDS)}")
     if name == "eager":
@@ -70,10 +91,19 @@ def resolve_backend(name: str, fm: FlatModel, device: torch.device, has_extra_lo
         if blocker:
             raise ConfigError(f"training.backend: 'compile' unsupported here ({blocker}); use eager or auto")
         return "compile"
-    # auto: compile won on the CPU for LeNet-5 and the MLP, lost for ResNet-18-GN (0.9x; GroupNorm
-    # backward), and is untested on GPUs here: pick it only where it was measured to win.
-    norm = any(isinstance(m, (nn.GroupNorm, nn.LayerNorm)) for m in fm.module.modules())
-    return "compile" if blocker is None and device.type == "cpu" and not norm else "eager"
+    # auto: measured on the CPU only (GPUs untested here)
+    short = steps is not None and steps < AUTO_MIN_STEPS
+    return "eager" if blocker or device.type != "cpu" or slow_norm(fm.module) or short else "compile"
+
+
+def auto_keeps_eager(sim) -> Optional[str]:
+    """Why `auto` should not compile this simulation although the model allows it, or None: parts
+    that do not fuse run the per-call compiled gradient, which wins on convolutions (LeNet-5 1.40x)
+    but not on a GEMM-bound MLP (FMNIST 784-200-200-10, batch 128: 1.01-1.03x, FedSynSAM before
+    its step was fused), where the warm-up would be lost."""
+    blocker = fused_blocker(sim)
+    has_conv = any(isinstance(m, nn.modules.conv._ConvNd) for m in sim.fm.module.modules())
+    return None if blocker is None or has_conv else f"per-call path on a model without convolutions ({blocker})"
 
 
 def make_flat_grad(fm: FlatModel):
