@@ -3,13 +3,15 @@ uplink) with `training.backend: auto` ÷ the same with `eager`, per workload and
 allocator thresholds (fedflat/util/malloc.py) against glibc's defaults; a job's fixed cost.
 
   python -m bench.bench_real [--workloads mlp2 convnet lenet5] [--algorithms fedavg fedsam fedsynsam]
-                             [--steps 10] [--chunks 4] [--parts steps allocator fixed]
+                             [--steps 10] [--chunks 4] [--parts steps today fixed allocator]
 
 steps      one process: eager and auto clients alternate in chunks (Q4 uplink on, FedSynSAM with a
            200-image synthetic set in the server state, i.e. the rounds after its distillation);
            ms per client, the speed-up from wall and CPU time, what `auto` chose, its warm-up.
-allocator  alternating child processes, eager clients, FEDFLAT_MALLOC=default (glibc's thresholds,
-           as before this change) against the tuned thresholds: ms per client from CPU time.
+today      alternating child processes: today's path (eager, FEDFLAT_MALLOC=default: glibc's
+           thresholds, as before issue 15) against the new default (auto, tuned thresholds): steady
+           ms per client round from CPU time (the warm-up is in `fixed`).
+allocator  the same with eager on both sides: the allocator thresholds alone (not run by default).
 fixed      a child process per backend: interpreter start to imports, data, Simulation, and the end
            of the first client's round (compile warm-up included; inductor's on-disk cache is
            whatever the machine has), and the peak RSS after it.
@@ -131,13 +133,14 @@ def child(mode: str, workload: str, algorithm: str, steps: int, clients: int = 1
     return {**json.loads(line[7:]), "wall_s": wall}
 
 
-def allocator_part(workload, algorithm, steps, rounds=2, n=20) -> dict:
-    cpu = {"default": [], "tuned": []}
-    for _ in range(rounds):  # alternate the two settings, so load that comes and goes hits both
-        for k in cpu:
-            cpu[k].append(child("eager", workload, algorithm, steps, n=n, env={"FEDFLAT_MALLOC": k})["client_cpu_ms"])
-    d, t = sum(cpu["default"]) / rounds, sum(cpu["tuned"]) / rounds
-    return {"default_ms": d, "tuned_ms": t, "speedup": d / t}
+def process_ab(sides: dict, workload, algorithm, steps, rounds=2, n=20) -> dict:
+    """Alternating child processes per side (backend, FEDFLAT_MALLOC): steady client-round CPU ms."""
+    cpu = {k: [] for k in sides}
+    for _ in range(rounds):  # alternate the sides, so load that comes and goes hits both
+        for k, (mode, malloc) in sides.items():
+            r = child(mode, workload, algorithm, steps, n=n, env={"FEDFLAT_MALLOC": malloc})
+            cpu[k].append(r["client_cpu_ms"])
+    return {k: sum(v) / rounds for k, v in cpu.items()}
 
 
 def main(argv=None) -> None:
@@ -147,7 +150,7 @@ def main(argv=None) -> None:
     ap.add_argument("--steps", type=int, default=10, help="local steps K per client (FedSynSAM: 10)")
     ap.add_argument("--chunks", type=int, default=4, help="client rounds per side in the steps part")
     ap.add_argument("--fast", default="auto", choices=["auto", "compile"], help="the backend timed against eager")
-    ap.add_argument("--parts", nargs="+", default=["steps", "allocator", "fixed"], choices=["steps", "allocator", "fixed"])
+    ap.add_argument("--parts", nargs="+", default=["steps", "today", "fixed"], choices=["steps", "today", "allocator", "fixed"])
     a = ap.parse_args(argv)
     print(f"real workloads, Q4 uplink, K={a.steps}; {machine()}")
     for w in a.workloads:
@@ -158,13 +161,17 @@ def main(argv=None) -> None:
                       f"{r['auto_ms']:8.1f} ms/client  speed-up {r['speedup']:.2f}x (CPU time {r['speedup_cpu']:.2f}x)  "
                       f"warm-up {r['warmup_s']:.1f}s", flush=True)
             if "allocator" in a.parts:
-                r = allocator_part(w, alg, a.steps)
-                print(f"  allocator  {w:8s} {alg:9s} eager, glibc default {r['default_ms']:8.1f} ms/client  tuned "
-                      f"{r['tuned_ms']:8.1f} ms/client (CPU time)  speed-up {r['speedup']:.2f}x", flush=True)
+                r = process_ab({"default": ("eager", "default"), "tuned": ("eager", "tuned")}, w, alg, a.steps)
+                print(f"  allocator  {w:8s} {alg:9s} eager, glibc default {r['default']:8.1f} ms/client  tuned "
+                      f"{r['tuned']:8.1f} ms/client (CPU time)  speed-up {r['default'] / r['tuned']:.2f}x", flush=True)
+            if "today" in a.parts:
+                r = process_ab({"today": ("eager", "default"), "new": ("auto", "tuned")}, w, alg, a.steps)
+                print(f"  today      {w:8s} {alg:9s} eager + glibc default {r['today']:8.1f} ms/client  auto + tuned "
+                      f"{r['new']:8.1f} ms/client (CPU time, steady)  speed-up {r['today'] / r['new']:.2f}x", flush=True)
         if "fixed" in a.parts:
             for mode in ("eager", "auto"):
                 r = child(mode, w, "fedsam", a.steps, n=0)
-                print(f"  fixed      {w:8s} fedsam    {mode:5s} ({r['path']}) start to end of first client "
+                print(f"  fixed      {w:8s} fedsam    {mode} ({r['path']}) start to end of first client "
                       f"{r['wall_s']:.1f}s: imports {r['import_s']:.1f}s, data {r['data_s']:.1f}s, build "
                       f"{r['build_s']:.1f}s, first client {r['first_client_s']:.1f}s; peak RSS {r['maxrss_mb']:.0f} MB",
                       flush=True)

@@ -15,6 +15,7 @@ import torch.nn as nn
 
 from fedflat.algorithms import PRESETS
 from fedflat.errors import ConfigError
+from fedflat.fl.engine import Simulation
 from fedflat.fl.evaluate import evaluate
 from fedflat.fl.fast import AUTO_MIN_STEPS, compile_blocker, fused_blocker, resolve_backend
 from fedflat.fl.flat import FlatModel

@@ -1,30 +1,34 @@
 """Fast paths for the one call that touches the model: the loss and flat gradient at a point.
 
 `training.backend` picks how `grad_at(point, batch)` is computed; every algorithm part calls it
-unchanged, so a fast path is a drop-in. The one exception is FusedStep, which writes the engine's
-local step once more as a tensor function for the FedAvg/FedSAM case (tested against the loop):
+unchanged, so a fast path is a drop-in. The one exception is the fused step (fl/fused.py), which
+writes the engine's local step once more as a tensor function (tested against the loop):
 
   eager    FlatModel.grad_at: load the point into the flat parameter buffer, forward, backward
            into the flat gradient buffer (parameters and gradients are views, so no per-tensor
            copies and the optimizer step is one vector op).
-  compile  FedAvg/FedSAM-type parts (fused_blocker finds nothing): the whole local step is one
-           compiled graph (FusedStep: batch gather and normalisation, gradient(s), clipping,
-           weight decay, momentum, the SGD update). Other parts: torch.compile of
-           torch.func.grad_and_value over functional_call per grad_at call (CompiledGrad),
-           parameters taken as views of the flat point and the gradient returned as one flat
-           vector. Evaluation (eval mode under inference_mode) goes through a compiled forward.
-           Measured on the 2-core CPU (docs/performance.md): MLP 1.74-2.31x and LeNet-5 1.59-1.67x
-           the bare eager steps/s (LeNet-5 is convolution-bound), ~3x faster LeNet-5 evaluation,
-           after a one-off warm-up per model, shape and algorithm.
-  auto     compile where it is supported and measured to win (CPU; no BatchNorm buffers, dropout
-           or extra loss terms; no GroupNorm/LayerNorm: ResNet-18-GN ran 0.73-0.91x), eager otherwise.
+  compile  Parts with a fused form (fused_blocker finds nothing: FedAvg, FedSAM, FedSynSAM, the
+           FedLESAM/FedNSAM shifted points, linear corrections such as SCAFFOLD and FedDyn, any
+           uplink compression): the whole local step is one compiled graph (FusedStep: batch
+           gather and normalisation, gradient(s), clipping, corrections, weight decay, momentum,
+           the SGD update). Other parts: torch.compile of torch.func.grad_and_value over
+           functional_call per grad_at call (CompiledGrad), parameters taken as views of the flat
+           point and the gradient returned as one flat vector. Evaluation (eval mode under
+           inference_mode) goes through a compiled forward. Measured on the 2-core CPU
+           (docs/performance.md): digits MLP 1.74-2.31x and LeNet-5 1.59-1.67x the bare eager
+           steps/s, ~3x faster LeNet-5 evaluation, after a one-off warm-up per model, shape and algorithm.
+  auto     (the default) compile where it is supported and measured to win: CPU; no BatchNorm
+           buffers, dropout or extra loss terms; no GroupNorm with fewer groups than channels
+           (ResNet-18-GN ran 0.73-0.91x) or LayerNorm; a run long enough to pay the warm-up back
+           (AUTO_MIN_STEPS); and, on models without convolutions, only where the step fuses (the
+           per-call path gained nothing on the GEMM-bound FMNIST MLP). Eager otherwise.
 
 Per-(seed, round, client) randomness is untouched: batches and augmentation are drawn by the
 engine before the gradient call, and models whose forward draws random numbers (dropout) keep
 the eager path, so results never depend on the backend beyond float rounding (tested to 1e-5).
 The ReLU + 2x2 max-pool kernels swapped in while compiling (LeNet-style models) are in fl/kernels.py.
-Batching the sampled clients of a round with vmap (parameters stacked per client) was measured
-and lost on this CPU (grouped convolutions are slow; see docs/performance.md); it is a GPU item.
+Batching the sampled clients of a round with vmap (`training.vmap_clients`, fl/together.py) is an
+option for GPUs: on this CPU it lost (grouped convolutions are slow; see docs/performance.md).
 """
 from __future__ import annotations
 
