@@ -17,7 +17,7 @@ from fedflat.algorithms import PRESETS
 from fedflat.errors import ConfigError
 from fedflat.fl.engine import Simulation
 from fedflat.fl.evaluate import evaluate
-from fedflat.fl.fast import AUTO_MIN_STEPS, compile_blocker, fused_blocker, resolve_backend
+from fedflat.fl.fast import _COMPILED_FORWARD, AUTO_MIN_STEPS, compile_blocker, fused_blocker, resolve_backend
 from fedflat.fl.flat import FlatModel
 from fedflat.spec import RunSpec, check_training
 from fl.fast_helpers import CLIENTS, Q4, SYN_HP, _problem, _sim, _with_synthetic_set
@@ -42,7 +42,8 @@ def test_compile_matches_eager_after_a_round(tmp_path, model, algorithm, hp, aug
     moved = (eager.srv.theta - theta0).abs().max()
     assert moved > 1e-2  # the round did move the model, so agreement below is not trivial
     torch.testing.assert_close(fast.srv.theta, eager.srv.theta, rtol=0, atol=1e-5)
-    # evaluation through the compiled inference forward sees the new parameters
+    # evaluation through the compiled inference forward (models with convolutions) sees the new parameters
+    assert (fast.fm.module in _COMPILED_FORWARD) == (model == "cnn_small")  # an MLP's evaluation stays eager
     ev = lambda s: evaluate(s.fm, s.srv.theta, s.srv.buffers, s.data, "train", 7)
     e, f = ev(eager), ev(fast)
     assert abs(e["loss"] - f["loss"]) < 1e-5 and e["acc"] == f["acc"]

@@ -107,8 +107,11 @@ def auto_keeps_eager(sim) -> Optional[str]:
     from .fused import fused_blocker
 
     blocker = fused_blocker(sim)
-    has_conv = any(isinstance(m, nn.modules.conv._ConvNd) for m in sim.fm.module.modules())
-    return None if blocker is None or has_conv else f"per-call path on a model without convolutions ({blocker})"
+    return None if blocker is None or has_conv(sim.fm.module) else f"per-call path on a model without convolutions ({blocker})"
+
+
+def has_conv(module: nn.Module) -> bool:
+    return any(isinstance(m, nn.modules.conv._ConvNd) for m in module.modules())
 
 
 def make_flat_grad(fm: FlatModel):
@@ -175,8 +178,10 @@ def install_compiled_inference(module: nn.Module) -> None:
     under torch.inference_mode, as fl/evaluate.py does: LeNet-5 evaluation measured 3.4x faster.
     Training, hooks that differentiate (twice) through the module, and no_grad callers keep the
     eager forward. Parameters are read at call time, so loading a new flat vector is seen. The
-    compiled forward is looked up per instance, so a deep copy of the module runs eagerly."""
-    if module in _COMPILED_FORWARD:
+    compiled forward is looked up per instance, so a deep copy of the module runs eagerly.
+    Models without convolutions keep the eager forward: the FMNIST MLP's 10,000-image evaluation took
+    0.047 s eager and 0.048 s compiled (GEMM-bound), after a 2.8 s warm-up per batch shape."""
+    if module in _COMPILED_FORWARD or not has_conv(module):
         return
     base = type(module)
     _COMPILED_FORWARD[module] = torch.compile(base.forward.__get__(module), dynamic=False)
