@@ -205,7 +205,7 @@ class Simulation:
         w = fm.flat.copy_(start) if in_place else start.clone()
         buf = torch.zeros_like(w) if spec.local_momentum > 0 else None
         loss_sum = torch.zeros((), device=self.device)
-        fused = fused_step(self)  # backend=compile, FedAvg/FedSAM-type parts: the loop below as one graph
+        fused = fused_step(self)  # backend=compile, parts with a fused form (fl/fused.py): the loop below as one graph
         if fused is not None:
             loss_sum = fused.run(w, buf, stream, gen, lr, steps, ctx)
         for _ in range(0 if fused is not None else steps):
