@@ -1,5 +1,5 @@
-"""Run every bench/bench_*.py module's main() in name order, then print the five figures of the speed
-issue with their goals.
+"""Run every bench/bench_*.py module's main() in name order, then print the figures of the speed
+issues with their goals (1-5: the first speed issue; 6-8: the real reproduction workloads, issue 15).
 
     python -m bench                      # full sizes (make bench; long on a loaded 2-core CPU)
     python -m bench --quick              # every benchmark at smoke size, a few minutes (make bench BENCH_ARGS=--quick)
@@ -29,10 +29,12 @@ QUICK_ARGS = {
     "bench_overhead": ["--workloads", "lenet5", "--clients", "2", "--steps", "3"],
     "bench_public_pattern": ["--clients", "2", "--steps", "2", "--rounds", "1", "--n-train", "500", "--n-test", "200",
                              "--backend", "eager"],
+    "bench_real": ["--workloads", "mlp2", "--algorithms", "fedsam", "--steps", "3", "--chunks", "2"],
 }
 
 _FIRST2 = lambda line: " ".join(line.split()[:2])
 _LABEL = lambda line: re.split(r"[:(]", line.strip(), maxsplit=1)[0].strip()
+_WORKLOAD = lambda line: " ".join(line.split()[1:3])  # bench_real: "<part> <workload> <algorithm> ..."
 # target, what, goal, module, pattern over the module's printed lines (last group = the figure), label
 TARGETS = (
     ("1", "overhead: round training ÷ bare eager steps", "<= 1.05", "bench_overhead",
@@ -44,6 +46,13 @@ TARGETS = (
     ("4", "end to end: fedflat ÷ public simulator pattern", ">= 1.5", "bench_public_pattern",
      re.compile(r"^\s*public pattern.*?\bspeed-up ([\d.]+)x"), lambda line: ""),
     ("5", "peak RSS, ResNet-18-GN FedSMOO (100 clients at full size), disk client store", "< 4 GiB", "bench_memory", None, None),
+    # issue 15: the real reproduction workloads (FMNIST MLP, ConvNet-3, LeNet-5; Q4 uplink), against today's eager path
+    ("6", "real workloads, Q4 uplink: client round, eager ms → backend=auto ms", ">= 1.5x", "bench_real",
+     re.compile(r"^\s*steps\s+\S+\s+\S+\s+eager\s+([\d.]+ ms/client\s+\S+ \(\S+\)\s+[\d.]+ ms/client\s+speed-up [\d.]+x)"), _WORKLOAD),
+    ("7", "today's path (eager, glibc allocator defaults) → auto + tuned allocator, steady client round, CPU time",
+     ">= 1.5x", "bench_real", re.compile(r"^\s*today\s.*speed-up ([\d.]+x)"), _WORKLOAD),
+    ("8", "fixed cost per job: start to the end of the first client round (imports, data, compile)", "reported",
+     "bench_real", re.compile(r"^\s*fixed\s+\S+\s+\S+\s+(\S+ \(\S+\) start to end of first client [\d.]+s)"), _WORKLOAD),
 )
 
 

@@ -56,14 +56,14 @@ def iid_partition(n: int, clients: int, seed: int = 0) -> Partition:
 
 
 def make_sim(workload: str, algorithm: str, data: ArrayDataset, out_dir, clients=10, steps=50,
-             backend="eager", lr=0.01, weight_decay=1e-3, **training) -> Simulation:
+             backend="eager", lr=0.01, weight_decay=1e-3, uplink=None, **training) -> Simulation:
     """A Simulation whose local step is exactly the bare reference's math (no clipping, no momentum)."""
     name, kw, _, batch = WORKLOADS[workload]
     tr = check_training({"num_clients": clients, "participation": 1.0, "rounds": 1000, "local_steps": steps,
                          "batch_size": batch, "lr": lr, "weight_decay": weight_decay, "clip_grad_norm": 0.0,
                          "local_momentum": 0.0, "checkpoint_every": 0, "backend": backend, **training})
     hp = PRESETS.get(algorithm).resolve({"rho": 0.05} if "sam" in algorithm else {})
-    spec = RunSpec(data.name, "iid", name, algorithm, 0, hp, dict(kw), tr)
+    spec = RunSpec(data.name, "iid", name, algorithm, 0, hp, dict(kw), tr, {}, dict(uplink or {}))
     return Simulation(spec, data, iid_partition(len(data.train_y), clients), out_dir, progress=False)
 
 

@@ -39,11 +39,11 @@ def test_job_params_leave_out_unset_late_keys_and_round_trip(cfg):
     change their run id."""
     import json
 
-    from fedflat.spec import _HASHED_WHEN_SET, RunSpec
+    from fedflat.spec import _HASHED_WHEN_SET, _SPEED_ONLY, RunSpec
 
     spec = next(iter(load_study(cfg).runs.values()))
     params = json.loads(spec.job_params())
-    assert not (set(_HASHED_WHEN_SET) | {"backend"}) & set(params["training"])
+    assert not (set(_HASHED_WHEN_SET) | set(_SPEED_ONLY)) & set(params["training"])
     assert RunSpec.from_dict(params) == spec  # the train job gets every default back
     set_ = RunSpec.from_dict({**spec.to_dict(), "training": {**spec.training, "local_epochs": 2}})
     assert json.loads(set_.job_params())["training"]["local_epochs"] == 2

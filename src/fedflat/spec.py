@@ -34,11 +34,13 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "dirichlet_variant": "rep",
     "samples_per_client": 0,  # 0: len(train) // num_clients (balanced Dirichlet variants)
     "eval_subset": 0,  # evaluate on the first N test samples; 0: the whole test split
-    "backend": "eager",  # eager | compile | auto: how local gradients are computed (fl/fast.py)
+    "backend": "auto",  # eager | compile | auto: how local gradients are computed (fl/fast.py); not in the run id
+    "vmap_clients": False,  # GPU option: a round's sampled clients as one vmapped step (fl/together.py); not in the run id
     "holdout": 0.0,  # tuning runs: this fraction of every client's samples is a validation set, evaluated instead of test
 }
 
 _HASHED_WHEN_SET = ("eval_subset", "local_epochs", "holdout")  # keys added later: in the run id only when non-zero
+_SPEED_ONLY = ("backend", "vmap_clients")  # how a run is computed, never what it computes: not in the run id
 _POSITIVE_INT = ("num_clients", "rounds", "local_steps", "batch_size", "eval_every", "eval_batch_size")
 _CHOICES = {"aggregation": ("uniform", "samples"), "client_state": ("memory", "disk"),
             "dirichlet_variant": ("rep", "norep", "lda"), "backend": ("eager", "compile", "auto")}
@@ -66,6 +68,8 @@ def check_training(tr: dict[str, Any], key: str = "training") -> dict[str, Any]:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or (v <= lo if lo_open else v < lo):
             raise ConfigError(f"{key}.{k}: must be a number {'>' if lo_open else '>='} {lo}, got {v!r}")
         out[k] = float(v)
+    if not isinstance(out["vmap_clients"], bool):
+        raise ConfigError(f"{key}.vmap_clients: must be true or false, got {out['vmap_clients']!r}")
     h = out["holdout"]
     if isinstance(h, bool) or not isinstance(h, (int, float)) or not (0 <= h < 0.5):
         raise ConfigError(f"{key}.holdout: must be a fraction in [0, 0.5), got {h!r}")
@@ -114,21 +118,21 @@ class RunSpec:
 
     def job_params(self) -> str:
         """The spec as the train job's Snakemake params: the run id's canonical form (keys added later
-        left out while unset, the backend while it is the default), so a new training key or a new
+        left out while unset, speed-only keys while at their default), so a new training key or a new
         default backend does not make Snakemake rerun finished runs whose numbers it does not change."""
         d = self.to_dict()
         d["training"] = {k: v for k, v in d["training"].items() if not (k in _HASHED_WHEN_SET and not v)
-                         and not (k == "backend" and v == TRAINING_DEFAULTS["backend"])}  # speed only
+                         and not (k in _SPEED_ONLY and v == TRAINING_DEFAULTS[k])}
         return json.dumps(d, sort_keys=True)
 
     def digest(self) -> str:
         """Hash of everything but the names already in the path."""
         d = self.to_dict()
         payload = {k: d[k] for k in ("hparams", "model_kwargs", "training")}
-        # backend changes speed, not numbers (tested to 1e-5); eval_subset, local_epochs and holdout hashed
-        # only when set, so run ids made before these keys existed stay stable
+        # backend and vmap_clients change speed, not numbers (tested to 1e-5); eval_subset, local_epochs and
+        # holdout hashed only when set, so run ids made before these keys existed stay stable
         payload["training"] = {k: v for k, v in payload["training"].items()
-                               if k != "backend" and not (k in _HASHED_WHEN_SET and not v)}
+                               if k not in _SPEED_ONLY and not (k in _HASHED_WHEN_SET and not v)}
         for k in ("analysis", "uplink"):  # omitted when empty so older run ids stay stable
             if d[k]:
                 payload[k] = d[k]

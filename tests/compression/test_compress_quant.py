@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from fedflat.compression import StochasticQuantizer, num_levels, stochastic_quantize
+from fedflat.compression.quantization import segment_norms
 from fedflat.errors import ConfigError
 
 
@@ -126,3 +127,29 @@ def test_config_errors(params, needle):
 def test_per_tensor_needs_the_layout():
     with pytest.raises(ConfigError, match="per_tensor"):
         StochasticQuantizer(scope="per_tensor").compress(torch.ones(3), 0, "delta", {})
+
+
+def _quantize_out_of_place(v, a, norm, gen):
+    """The quantizer as first written (one new tensor per op): the in-place one must equal it bit for bit."""
+    safe = torch.where(norm > 0, norm, torch.ones_like(norm))
+    scaled = (v.abs() / safe).clamp_(max=1.0) * a
+    low = scaled.floor()
+    u = torch.rand(v.shape, generator=gen, dtype=v.dtype)
+    level = low + (u < scaled - low).to(v.dtype)
+    return torch.where(norm > 0, norm * torch.sign(v) * level / a, torch.zeros_like(v))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_in_place_quantizer_is_the_out_of_place_formula_bit_for_bit(dtype):
+    g = torch.Generator().manual_seed(3)
+    v = torch.randn(5000, generator=g, dtype=dtype) * 1e-3
+    v[:7] = 0.0  # zeros quantize to zero, whatever the draw
+    for segs in ([(0, 5000)], [(0, 3000), (3000, 5000)]):
+        norm = segment_norms(v, segs)
+        got = stochastic_quantize(v, 17, segs, torch.Generator().manual_seed(9))
+        ref = _quantize_out_of_place(v, 17, norm, torch.Generator().manual_seed(9))
+        assert torch.equal(got, ref)
+    z = torch.zeros(10, dtype=dtype)  # ‖v‖ = 0: exactly zero, no NaN
+    assert torch.equal(stochastic_quantize(z, 17, [(0, 10)], torch.Generator().manual_seed(0)), z)
+    nan = torch.full((4,), float("nan"), dtype=dtype)  # a diverged update: zeros, as before
+    assert torch.equal(stochastic_quantize(nan, 17, [(0, 4)], torch.Generator().manual_seed(0)), torch.zeros(4, dtype=dtype))

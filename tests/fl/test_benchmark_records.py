@@ -81,8 +81,8 @@ def test_manifest_lists_the_runs_the_outputs_need(repo):
     assert only_heatmap["figures"] and benchmark_manifest(load_study(only_heatmap)) == []
 
 
-def test_bench_summary_reads_the_five_figures(repo, monkeypatch):
-    """`python -m bench` ends with the five figures, read from what each benchmark printed."""
+def test_bench_summary_reads_every_figure(repo, monkeypatch):
+    """`python -m bench` ends with the figures of both speed issues, read from what each benchmark printed."""
     monkeypatch.syspath_prepend(str(repo))
     from bench.__main__ import figures
 
@@ -98,10 +98,18 @@ def test_bench_summary_reads_the_five_figures(repo, monkeypatch):
                                 "1024, inference_mode): 11.8% of run time (goal <= 10%)\n"
                                 "  default study (config/config.yaml: digits, mlp, fedavg): evaluation 1.4% of 9.9s run time\n",
         "bench_memory": "...",
+        "bench_real": "  steps      mlp2     fedsam    eager     38.0 ms/client  auto (fused)     30.0 ms/client  "
+                      "speed-up 1.27x (CPU time 1.20x)  warm-up 7.7s\n"
+                      "  today      mlp2     fedsam    eager + glibc default     45.0 ms/client  auto + tuned     30.0 "
+                      "ms/client (CPU time, steady)  speed-up 1.50x\n"
+                      "  fixed      mlp2     fedsam    auto (fused) start to end of first client 11.0s: imports 1.3s, "
+                      "data 0.0s, build 0.0s, first client 7.9s; peak RSS 813 MB\n",
     }
     returned = {"bench_memory": [("5", "disk store 3.40 GiB")]}
     got = {t: found for t, _, _, found in figures(printed, returned, failed=set())}
     assert got == {"1": ["lenet5 fedavg: 1.067"], "2": ["mlp fedavg: 1.27"], "3": ["lenet5: 11.8%", "default study: 1.4%"],
-                   "4": ["2.01"], "5": ["disk store 3.40 GiB"]}
+                   "4": ["2.01"], "5": ["disk store 3.40 GiB"],
+                   "6": ["mlp2 fedsam: 38.0 ms/client  auto (fused)     30.0 ms/client  speed-up 1.27x"],
+                   "7": ["mlp2 fedsam: 1.50x"], "8": ["mlp2 fedsam: auto (fused) start to end of first client 11.0s"]}
     got = {t: found for t, _, _, found in figures({"bench_overhead": "x\n"}, {}, failed={"bench_memory"})}
     assert got["1"] == ["no figure printed"] and got["2"] == ["not run"] and got["5"] == ["failed"]

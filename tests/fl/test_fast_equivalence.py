@@ -1,60 +1,35 @@
 """The compiled fast path (training.backend: compile) gives the eager path's parameters after a round.
 
-Tiny image problem (1x6x6, 3 classes), 3 clients, 1 round of 3 local steps with clipping, weight
-decay and momentum on, so every term of the local step runs through the compiled gradient. FedAvg and
-FedSAM run as one compiled graph per step (FusedStep: batch gather and normalisation inside, or an
-eagerly augmented batch); FedProx (a correction) goes through the per-call CompiledGrad.
+Tiny image problem (1x6x6, 3 classes; fl/fast_helpers.py), 3 clients, rounds of 3 local steps with
+clipping, weight decay and momentum on, so every term of the local step runs through the compiled
+gradient. Parts with a fused form run as one compiled graph per step (fl/fused.py FusedStep: batch
+gather and normalisation inside, or an eagerly augmented batch): FedAvg, FedSAM, FedSynSAM's mixed
+ascent, shifted points (FedLESAM) and linear corrections (FedProx, SCAFFOLD, FedDyn, ...); others
+(FedASAM) go through the per-call CompiledGrad.
 """
 import copy
 
-import numpy as np
 import pytest
 import torch
 import torch.nn as nn
 
 from fedflat.algorithms import PRESETS
-from fedflat.data.base import ArrayDataset
-from fedflat.data.partition import Partition
 from fedflat.errors import ConfigError
 from fedflat.fl.engine import Simulation
 from fedflat.fl.evaluate import evaluate
-from fedflat.data.augment import random_hflip
-from fedflat.fl.fast import compile_blocker, fused_blocker, resolve_backend
+from fedflat.fl.fast import _COMPILED_FORWARD, AUTO_MIN_STEPS, compile_blocker, fused_blocker, resolve_backend
 from fedflat.fl.flat import FlatModel
 from fedflat.spec import RunSpec, check_training
-
-CLIENTS, PER, C = 3, 8, 3
-
-
-def _problem():
-    g = torch.Generator().manual_seed(0)
-    n = CLIENTS * PER
-    x = torch.randint(0, 256, (n, 1, 6, 6), generator=g, dtype=torch.uint8)
-    y = torch.randint(0, C, (n,), generator=g)
-    data = ArrayDataset("tiny_img", x, y, x[:6], y[:6], C, mean=torch.tensor([0.5]), std=torch.tensor([0.25]))
-    clients = [np.arange(i * PER, (i + 1) * PER) for i in range(CLIENTS)]
-    hist = np.stack([np.bincount(y[c].numpy(), minlength=C) for c in clients])
-    return data, Partition(clients, hist, {"spec": "manual", "seed": 0})
-
-
-def _sim(tmp_path, model, algorithm, backend, hp=None, augment=False, **tr):
-    data, part = _problem()
-    if augment:  # random flips drawn from the per-(seed, round, client) generator, eagerly
-        data.augment = lambda x, gen: random_hflip(x, gen)
-    training = check_training({"num_clients": CLIENTS, "participation": 1.0, "rounds": 1, "local_steps": 3,
-                               "batch_size": 4, "lr": 0.2, "weight_decay": 1e-3, "local_momentum": 0.5,
-                               "clip_grad_norm": 1.0, "checkpoint_every": 0, "backend": backend, **tr})
-    spec = RunSpec("tiny_img", "manual", model, algorithm, 0, PRESETS.get(algorithm).resolve(hp or {}), {}, training)
-    return Simulation(spec, data, part, tmp_path / backend, progress=False)
-
+from fl.fast_helpers import CLIENTS, Q4, SYN_HP, _problem, _sim, _with_synthetic_set
 
 EPOCHS = {"local_epochs": 1, "batch_size": 3}  # 8 samples per client: batches of 3, 3 and a partial 2
 
 
 @pytest.mark.parametrize("model,algorithm,hp,augment,fused,tr", [
     ("mlp", "fedavg", {}, False, True, {}), ("mlp", "fedsam", {"rho": 0.5}, False, True, {}),
-    ("cnn_small", "fedsam", {"rho": 0.5}, True, True, {}), ("linear", "fedprox", {"mu": 0.5}, False, False, {}),
-    ("mlp", "fedsam", {"rho": 0.5}, False, True, EPOCHS), ("linear", "fedprox", {"mu": 0.5}, False, False, EPOCHS)])
+    ("cnn_small", "fedsam", {"rho": 0.5}, True, True, {}), ("linear", "fedprox", {"mu": 0.5}, False, True, {}),
+    ("mlp", "fedsam", {"rho": 0.5}, False, True, EPOCHS), ("linear", "fedprox", {"mu": 0.5}, False, True, EPOCHS),
+    ("linear", "fedasam", {"rho": 0.5}, False, False, {})])
 def test_compile_matches_eager_after_a_round(tmp_path, model, algorithm, hp, augment, fused, tr):
     eager = _sim(tmp_path, model, algorithm, "eager", hp, augment, **tr)
     fast = _sim(tmp_path, model, algorithm, "compile", hp, augment, **tr)
@@ -67,7 +42,8 @@ def test_compile_matches_eager_after_a_round(tmp_path, model, algorithm, hp, aug
     moved = (eager.srv.theta - theta0).abs().max()
     assert moved > 1e-2  # the round did move the model, so agreement below is not trivial
     torch.testing.assert_close(fast.srv.theta, eager.srv.theta, rtol=0, atol=1e-5)
-    # evaluation through the compiled inference forward sees the new parameters
+    # evaluation through the compiled inference forward (models with convolutions) sees the new parameters
+    assert (fast.fm.module in _COMPILED_FORWARD) == (model == "cnn_small")  # an MLP's evaluation stays eager
     ev = lambda s: evaluate(s.fm, s.srv.theta, s.srv.buffers, s.data, "train", 7)
     e, f = ev(eager), ev(fast)
     assert abs(e["loss"] - f["loss"]) < 1e-5 and e["acc"] == f["acc"]
@@ -78,6 +54,55 @@ def test_compile_matches_eager_after_a_round(tmp_path, model, algorithm, hp, aug
         torch.nn.init.zeros_(list(twin.parameters())[-1])
         assert not torch.allclose(twin(x), fast.fm.module.eval()(x))
     fast.fm.module.train()
+
+
+@pytest.mark.parametrize("model,hp,augment", [("mlp", SYN_HP, False), ("cnn_small", SYN_HP, True),
+                                              ("mlp", {**SYN_HP, "syn_batch": 2}, False)])
+def test_fused_fedsynsam_matches_eager_with_the_synthetic_gradient_and_a_compressed_uplink(tmp_path, model, hp, augment):
+    """Round 2 > R: the ascent direction is β∇F(w; ξ) + (1−β)∇F(w; ζ) in both paths, under Q4 uplinks."""
+    eager = _with_synthetic_set(_sim(tmp_path, model, "fedsynsam", "eager", hp, augment, uplink=Q4))
+    fast = _with_synthetic_set(_sim(tmp_path, model, "fedsynsam", "compile", hp, augment, uplink=Q4))
+    sam = _sim(tmp_path / "sam", model, "fedsam", "compile", {"rho": SYN_HP["rho"]}, augment, uplink=Q4)
+    assert fused_blocker(fast) is None
+    theta0 = eager.srv.theta.clone()
+    for s in (eager, fast, sam):
+        s.run_round(2)
+    assert (eager.srv.theta - theta0).abs().max() > 1e-2
+    torch.testing.assert_close(fast.srv.theta, eager.srv.theta, rtol=0, atol=1e-5)
+    assert (sam.srv.theta - fast.srv.theta).abs().max() > 1e-3  # the synthetic term did change the step
+
+
+@pytest.mark.parametrize("algorithm,hp", [("fedavg", {}), ("fedsam", {"rho": 0.5})])
+def test_fused_step_with_a_compressed_uplink_matches_eager(tmp_path, algorithm, hp):
+    eager = _sim(tmp_path, "mlp", algorithm, "eager", hp, uplink=Q4)
+    fast = _sim(tmp_path, "mlp", algorithm, "compile", hp, uplink=Q4)
+    plain = _sim(tmp_path / "plain", "mlp", algorithm, "compile", hp)
+    assert fused_blocker(fast) is None
+    for s in (eager, fast, plain):
+        s.run_round(1)
+    torch.testing.assert_close(fast.srv.theta, eager.srv.theta, rtol=0, atol=1e-5)
+    assert (plain.srv.theta - fast.srv.theta).abs().max() > 1e-3  # the quantizer did act on the update
+
+
+@pytest.mark.parametrize("algorithm,hp,base", [
+    ("scaffold", {}, "fedavg"), ("feddyn", {"alpha": 0.5}, "fedavg"), ("fedcm", {"cm_alpha": 0.5}, "fedavg"),
+    ("fedsagd", {"beta": 0.5, "prox_lam": 0.5, "decay_mu": 0.1}, "fedavg"), ("feddc", {"alpha": 0.5}, "scaffold"),
+    ("fedgamma", {"rho": 0.5}, "fedsam"), ("fedspeed", {"rho": 0.5, "alpha": 0.5}, "fedsam"),
+    ("fedlesam", {"rho": 0.5, "lesam_first": "init"}, "fedavg"),
+    ("fedlesam_d", {"rho": 0.5, "alpha": 0.5, "lesam_dir": "global"}, "feddyn"),
+    ("fedlesam_s", {"rho": 0.5, "lesam_dir": "global"}, "scaffold")])
+def test_fused_corrections_and_shifted_points_match_eager(tmp_path, algorithm, hp, base):
+    """Two rounds (control variates, duals and server momenta are non-zero in round 2) under Q4 uplinks;
+    `base` is the same algorithm without the fused term, so a dropped term would show."""
+    sims = {k: _sim(tmp_path / k, "mlp", alg, be, h, uplink=Q4, weight_decay=0.0 if alg == "fedsagd" else 1e-3)
+            for k, alg, be, h in (("eager", algorithm, "eager", hp), ("fast", algorithm, "compile", hp),
+                                  ("base", base, "eager", {k: v for k, v in hp.items() if k in PRESETS.get(base).param_specs()}))}
+    assert fused_blocker(sims["fast"]) is None
+    for t in (1, 2):
+        for s in sims.values():
+            s.run_round(t)
+    torch.testing.assert_close(sims["fast"].srv.theta, sims["eager"].srv.theta, rtol=0, atol=1e-5)
+    assert (sims["base"].srv.theta - sims["eager"].srv.theta).abs().max() > 1e-3
 
 
 def test_compiled_client_result_does_not_depend_on_processing_order(tmp_path):
@@ -101,10 +126,24 @@ def test_backend_is_validated_and_falls_back(tmp_path):
     assert resolve_backend("auto", fm_bn, cpu, False) == "eager"
     assert resolve_backend("auto", fm_ok, cpu, False) == "compile"
     fm_gn = FlatModel(nn.Sequential(nn.Conv2d(2, 4, 3), nn.GroupNorm(2, 4)))
-    assert resolve_backend("auto", fm_gn, cpu, False) == "eager"  # measured slower compiled
+    assert resolve_backend("auto", fm_gn, cpu, False) == "eager"  # measured slower compiled (ResNet-18-GN)
     assert resolve_backend("compile", fm_gn, cpu, False) == "compile"  # still allowed when asked
+    fm_in = FlatModel(nn.Sequential(nn.Conv2d(2, 4, 3), nn.GroupNorm(4, 4)))  # instance norm: ConvNet-3 won
+    assert resolve_backend("auto", fm_in, cpu, False) == "compile"
+    assert resolve_backend("auto", fm_ok, cpu, False, steps=AUTO_MIN_STEPS - 1) == "eager"  # warm-up not paid back
+    assert resolve_backend("auto", fm_ok, cpu, False, steps=AUTO_MIN_STEPS) == "compile"
+    assert resolve_backend("compile", fm_ok, cpu, False, steps=1) == "compile"
     with pytest.raises(ConfigError, match="'compile' unsupported"):
         resolve_backend("compile", fm_do, cpu, False)
+
+
+def test_auto_compiles_long_runs_where_the_step_fuses_or_the_model_convolves(tmp_path):
+    long = {"rounds": AUTO_MIN_STEPS}  # 3 clients x 3 steps per round
+    assert _sim(tmp_path / "a", "mlp", "fedsam", "auto", {"rho": 0.5}, **long).backend == "compile"  # fused
+    assert _sim(tmp_path / "b", "mlp", "fedasam", "auto", **long).backend == "eager"  # per-call, GEMM-bound MLP
+    assert _sim(tmp_path / "c", "cnn_small", "fedasam", "auto", **long).backend == "compile"  # per-call, convolutions
+    assert _sim(tmp_path / "d", "mlp", "fedsam", "auto", {"rho": 0.5}).backend == "eager"  # 9 steps: no pay-back
+    assert check_training({})["backend"] == "auto"
 
 
 def test_backend_does_not_change_the_run_id():
@@ -136,7 +175,8 @@ def test_fused_step_only_for_plain_parts(tmp_path):
     sim.algo.perturbation.gradient = lambda *a: orig(*a)  # an analysis hook wrapping the part
     assert "hook" in fused_blocker(sim)
     assert "not fused" in fused_blocker(_sim(tmp_path / "asam", "mlp", "fedasam", "compile"))
-    assert "corrections" in fused_blocker(_sim(tmp_path / "prox", "mlp", "fedprox", "compile"))
+    assert "TOGA" in fused_blocker(_sim(tmp_path / "toga", "mlp", "fedtoga", "compile"))
+    assert "LocalNesterov" in fused_blocker(_sim(tmp_path / "lnag", "mlp", "fedlnag", "compile"))
 
 
 def test_compiled_max_pool_backward_is_aten_bit_for_bit():

@@ -208,12 +208,34 @@ class Perturbation(Part):
     def gradient(self, ctx: ClientContext, w: Tensor, batch, grad_at: GradFn) -> tuple[Tensor, Tensor]:
         raise NotImplementedError
 
+    def fused_form(self) -> Optional[str]:
+        """Which tensor function the whole-step compiled graph (fl/fast.py FusedStep) may use for this
+        part's `gradient`: "plain" ∇F(w; ξ); "shifted" ∇F(w + δ; ξ) with δ = `fused_shift(ctx)` fixed
+        for the round; "ascent" the SAM step δ = ρ d/(‖d‖+ε) (0 when d = 0), ∇F(w + δ; ξ), with
+        d = ∇F(w; ξ) or, where `fused_mix(ctx)` gives (β, ζ), β∇F(w; ξ) + (1−β)∇F(w; ζ); None: not
+        fused. A subclass that overrides what `gradient` calls is not fused unless it declares this again."""
+        return None
+
+    def fused_mix(self, ctx: ClientContext):
+        """(β, (x, y)) of a second batch whose gradient is mixed into the ascent direction this step, or None."""
+        return None
+
+    def fused_shift(self, ctx: ClientContext) -> Tensor:
+        """δ of the "shifted" form (read once per client, after client_begin)."""
+        raise NotImplementedError
+
 
 class Correction(Part):
     """What is added to the local step's gradient."""
 
     def adjust(self, ctx: ClientContext, w: Tensor, g: Tensor) -> Tensor:
         raise NotImplementedError
+
+    def fused_linear(self, ctx: ClientContext) -> Optional[tuple[float, float, Optional[Tensor]]]:
+        """(a, b, c) when `adjust` is g ↦ a·g + b·w + c with a, b numbers and c a vector (or None) fixed
+        for the client's round, so the whole-step compiled graph (fl/fast.py FusedStep) can apply it;
+        None: not fused."""
+        return None
 
 
 class ServerOpt(Part):

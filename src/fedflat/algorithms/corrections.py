@@ -67,6 +67,10 @@ class ProxCorrection(Correction):
         anchor = ctx.start if self.prox_anchor == "start" else ctx.theta
         return g + self.mu * (w - anchor)
 
+    def fused_linear(self, ctx):
+        anchor = ctx.start if self.prox_anchor == "start" else ctx.theta
+        return (1.0, 0.0, None) if self.mu == 0.0 else (1.0, self.mu, anchor * -self.mu)
+
 
 # ------------------------------------------------------------------------------------- SCAFFOLD
 @CORRECTIONS.register("scaffold")
@@ -91,6 +95,9 @@ class ScaffoldCorrection(Correction):
 
     def adjust(self, ctx, w, g):
         return g + (_need(ctx, "c", "scaffold") - ctx.state["c_i"])
+
+    def fused_linear(self, ctx):
+        return 1.0, 0.0, _need(ctx, "c", "scaffold") - ctx.state["c_i"]
 
     def client_end(self, ctx, w):
         c_i = ctx.state["c_i"]
@@ -127,6 +134,9 @@ class FedDynCorrection(Correction):
     def adjust(self, ctx, w, g):
         return g - ctx.state["h_i"] + self.alpha * (w - ctx.start)
 
+    def fused_linear(self, ctx):
+        return 1.0, self.alpha, -ctx.state["h_i"] - self.alpha * ctx.start
+
     def client_end(self, ctx, w):
         ctx.state["h_i"] = ctx.state["h_i"] - self.alpha * (w - ctx.start)
         return {}
@@ -159,6 +169,9 @@ class MomentumMixCorrection(Correction):
     def adjust(self, ctx, w, g):
         return self.cm_alpha * g + (1.0 - self.cm_alpha) * _need(ctx, "d", "momentum_mix")
 
+    def fused_linear(self, ctx):
+        return self.cm_alpha, 0.0, (1.0 - self.cm_alpha) * _need(ctx, "d", "momentum_mix")
+
     def server_update(self, srv, rnd):
         d, k = _mean_step_direction(self, rnd)
         srv.state["d"] = d * (-1.0 / k)
@@ -188,6 +201,10 @@ class _GlobalMomentum(Correction):
     def adjust(self, ctx, w, g):
         a, b = self.coef(self.beta)
         return a * g + b * _need(ctx, "v", self.name)
+
+    def fused_linear(self, ctx):
+        a, b = self.coef(self.beta)
+        return a, 0.0, b * _need(ctx, "v", self.name)
 
     def server_update(self, srv, rnd):
         b = self.beta
@@ -226,6 +243,9 @@ class HybridProxCorrection(Correction):
 
     def adjust(self, ctx, w, g):
         return g + (self.prox_lam + self.decay_mu) * w - self.prox_lam * ctx.start
+
+    def fused_linear(self, ctx):
+        return 1.0, self.prox_lam + self.decay_mu, ctx.start * -self.prox_lam
 
 
 # ------------------------------------------------------------------------------------- FedLNAG
@@ -329,6 +349,9 @@ class FedDCCorrection(Correction):
 
     def adjust(self, ctx, w, g):
         return g + self.alpha * (w + ctx.state["dc_h"] - ctx.start)
+
+    def fused_linear(self, ctx):
+        return 1.0, self.alpha, self.alpha * (ctx.state["dc_h"] - ctx.start)
 
     def client_end(self, ctx, w):
         ctx.state["dc_h"] = ctx.state["dc_h"] + (w - ctx.start)

@@ -37,6 +37,9 @@ class NoPerturbation(Perturbation):
     def gradient(self, ctx, w, batch, grad_at):
         return grad_at(w, batch)
 
+    def fused_form(self):
+        return "plain"
+
 
 class AscentPerturbation(Perturbation):
     """Shared SAM skeleton: δ = ρ · scale(d)/‖·‖ with d = direction(g); gradient at w + δ.
@@ -100,6 +103,11 @@ class SAMPerturbation(AscentPerturbation):
     def __init__(self, **hp):
         super().__init__(**hp)
         self.grad_evals = 1 if self.np_mode == "N" else 2
+
+    def fused_form(self):
+        if self.np_mode != "off":
+            return None
+        return "ascent" if self.rho != 0.0 else "plain"
 
 
 @PERTURBATIONS.register("asam")
@@ -222,6 +230,12 @@ class FixedPerturbation(Perturbation):
 
     def gradient(self, ctx, w, batch, grad_at):
         return grad_at(w + ctx.scratch["delta"], batch)
+
+    def fused_form(self):
+        return "shifted"
+
+    def fused_shift(self, ctx):
+        return ctx.scratch["delta"]
 
 
 @PERTURBATIONS.register("momentum_direction")

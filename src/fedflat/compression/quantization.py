@@ -35,25 +35,30 @@ def num_levels(bits: int, rule: str) -> int:
     return LEVEL_RULES[rule](bits)
 
 
+def segment_norms(v: torch.Tensor, segments) -> torch.Tensor:
+    """‖v‖ (0-d) for one segment, else each value's segment norm (a vector like v)."""
+    if len(segments) == 1:
+        return v.norm()
+    seg_id = torch.empty(v.numel(), dtype=torch.long, device=v.device)
+    for i, (s, e) in enumerate(segments):
+        seg_id[s:e] = i
+    sq = torch.zeros(len(segments), dtype=v.dtype, device=v.device).index_add_(0, seg_id, v * v)
+    return sq.sqrt()[seg_id]
+
+
 def stochastic_quantize(v: torch.Tensor, a: int, segments, gen: torch.Generator | None) -> torch.Tensor:
     """Q(v) with one ℓ2 norm per segment (list of (start, end) covering v)."""
-    if len(segments) == 1:
-        norm = v.norm()
-    else:
-        d = v.numel()
-        seg_id = torch.empty(d, dtype=torch.long, device=v.device)
-        for i, (s, e) in enumerate(segments):
-            seg_id[s:e] = i
-        sq = torch.zeros(len(segments), dtype=v.dtype, device=v.device).index_add_(0, seg_id, v * v)
-        norm = sq.sqrt()[seg_id]
+    norm = segment_norms(v, segments)
     safe = torch.where(norm > 0, norm, torch.ones_like(norm))
-    r = (v.abs() / safe).clamp_(max=1.0)  # ≤ 1 up to rounding
-    scaled = r * a
-    low = scaled.floor()
-    p = scaled - low
+    # In place, one model-sized temporary per line instead of one per op (the same values: each
+    # in-place op is the out-of-place op it replaces, products taken in the same order up to
+    # commutation): 1.1 → 0.7 ms per call for the FMNIST MLP's 199,210 values (docs/performance.md).
+    scaled = v.abs().div_(safe).clamp_(max=1.0).mul_(a)  # r·a, r = |v|/‖v‖ ≤ 1 up to rounding
+    level = scaled.floor()
+    p = scaled.sub_(level)
     u = torch.rand(v.shape, generator=gen, device=v.device, dtype=v.dtype)
-    level = low + (u < p).to(v.dtype)
-    return torch.where(norm > 0, norm * torch.sign(v) * level / a, torch.zeros_like(v))
+    level.add_(u.lt_(p))  # l + 1 with probability p
+    return torch.sign(v).mul_(norm).mul_(level).div_(a).masked_fill_(~(norm > 0), 0.0)
 
 
 @COMPRESSORS.register("quant")

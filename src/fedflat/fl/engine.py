@@ -19,16 +19,18 @@ from ..algorithms.perturbations import NoPerturbation
 from ..data import ArrayDataset, Partition, load_dataset
 from ..errors import ConfigError
 from ..models import build_model, count_parameters
-from ..spec import RunSpec
+from ..spec import TRAINING_DEFAULTS, RunSpec
 from ..util.io import torch_save, write_json
+from ..util.malloc import tune_allocator
 from .batches import BatchStream, sample_clients, torch_generator
 from .client_store import ClientStateStore
 from .evaluate import evaluate
-from .fast import fused_step, make_grad_at, resolve_backend
+from .fast import auto_keeps_eager, fused_step, make_grad_at, resolve_backend
 from .flat import FlatModel
 from .hooks import COMPRESSORS, ROUND_HOOKS
 from .metrics import MetricsLog, Progress
 from .running_stats import step_stats
+from .together import clients_together
 
 from .hooks import BYTES_PER_FLOAT
 
@@ -78,6 +80,7 @@ class Outputs:
 class Simulation:
     def __init__(self, spec: RunSpec, data: ArrayDataset, partition: Partition, out_dir: Path,
                  device: str = "cpu", progress: bool = True):
+        tune_allocator()  # model-sized temporaries without a page fault per op (util/malloc.py)
         self.spec = spec
         self.device = resolve_device(device)
         self.data = data.to(self.device)
@@ -112,8 +115,11 @@ class Simulation:
         self.compressor = COMPRESSORS.get(up.pop("kind", "none"), key="uplink.kind")(**up)
         self.compressor_state: dict[int, dict] = {}  # per-client error-feedback memory
         self._loss_parts = [p for p in self.algo.parts if type(p).loss_term is not Part.loss_term]
-        self.backend = resolve_backend(spec.training.get("backend", "eager"), self.fm, self.device,
-                                       bool(self._loss_parts))  # fl/fast.py: how grad_at is computed
+        asked = spec.training.get("backend", TRAINING_DEFAULTS["backend"])
+        self.backend = resolve_backend(asked, self.fm, self.device, bool(self._loss_parts),
+                                       self.total_local_steps())  # fl/fast.py: how grad_at is computed
+        if asked == "auto" and self.backend == "compile" and auto_keeps_eager(self):
+            self.backend = "eager"
         for obj in (*self.algo.parts, self.compressor):  # parts/compressors that need the model, data or seed
             if hasattr(obj, "bind"):
                 obj.bind(self)
@@ -139,6 +145,13 @@ class Simulation:
             return self.spec.local_steps
         return e * math.ceil(len(self.client_idx[cid]) / self.spec.batch_size)
 
+    def total_local_steps(self) -> int:
+        """Local steps of the whole run (rounds x clients per round x the mean K_i): what a compile warm-up
+        is paid back over."""
+        n = self.spec.num_clients
+        mean_k = sum(self.client_steps(c) for c in range(n)) / n
+        return int(self.spec.rounds * self.spec.clients_per_round * mean_k)
+
     def client_stream(self, cid: int, t: int) -> BatchStream:
         """Client cid's mini-batches in round t: epochs with a partial last batch under local_epochs,
         otherwise full batches only (leftovers wait for the next shuffle, as before local_epochs)."""
@@ -150,16 +163,31 @@ class Simulation:
                              start=start, down=down, state=state, num_samples=len(self.client_idx[cid]),
                              local_momentum=self.spec.local_momentum)
 
+    def begin_client(self, cid: int, t: int, start: torch.Tensor, down: dict, lr: float) -> ClientContext:
+        """A client's context for round t, its state loaded and every part's client_begin run."""
+        ctx = self.client_context(cid, t, start, down, lr, self.store.get(cid))
+        ctx.scratch["model"] = self.fm.module  # parts with a second loss (FedSOL, MOON, FedNTD) evaluate it
+        if self.srv.buffers.numel():
+            self.fm.set_buffers(self.srv.buffers)  # every client starts from the global BN statistics
+        for p in self.algo.parts:
+            p.client_begin(ctx)
+        return ctx
+
+    def finish_client(self, ctx: ClientContext, w: torch.Tensor, loss_sum: torch.Tensor) -> ClientResult:
+        """The parts' client_end at the end point w, the client's state stored, its uplink compressed."""
+        up: dict = {}
+        for p in self.algo.parts:
+            up.update(p.client_end(ctx, w))
+        self.store.put(ctx.cid, ctx.state, ctx.round)
+        delta, up, sent = self.send_up(ctx.cid, w - ctx.start, up)
+        return ClientResult(cid=ctx.cid, delta=delta, end=ctx.start + delta, up=up, num_samples=ctx.num_samples,
+                            train_loss=(loss_sum / ctx.local_steps).item(), buffers=self.fm.get_buffers(),
+                            up_bytes=sent, steps=ctx.local_steps)
+
     def local_train(self, cid: int, t: int, start: torch.Tensor, down: dict, lr: float) -> ClientResult:
         spec, algo, fm = self.spec, self.algo, self.fm
-        idx = self.client_idx[cid]
-        ctx = self.client_context(cid, t, start, down, lr, self.store.get(cid))
+        ctx = self.begin_client(cid, t, start, down, lr)
         steps = ctx.local_steps
-        ctx.scratch["model"] = fm.module  # parts with a second loss (FedSOL, MOON, FedNTD) evaluate it
-        if self.srv.buffers.numel():
-            fm.set_buffers(self.srv.buffers)  # every client starts from the global BN statistics
-        for p in algo.parts:
-            p.client_begin(ctx)
         stream = self.client_stream(cid, t)
         gen = torch_generator(spec.seed, t, cid, self.device)
         extra = self._extra_loss(ctx) if self._loss_parts else None
@@ -177,9 +205,9 @@ class Simulation:
         w = fm.flat.copy_(start) if in_place else start.clone()
         buf = torch.zeros_like(w) if spec.local_momentum > 0 else None
         loss_sum = torch.zeros((), device=self.device)
-        fused = fused_step(self)  # backend=compile, FedAvg/FedSAM-type parts: the loop below as one graph
+        fused = fused_step(self)  # backend=compile, parts with a fused form (fl/fused.py): the loop below as one graph
         if fused is not None:
-            loss_sum = fused.run(w, buf, stream, gen, lr, steps)
+            loss_sum = fused.run(w, buf, stream, gen, lr, steps, ctx)
         for _ in range(0 if fused is not None else steps):
             x, y = self.data.train_batch(stream.next(), gen)
             if stats is not None:
@@ -195,16 +223,7 @@ class Simulation:
             if buf is not None:
                 g = buf.mul_(spec.local_momentum).add_(g)
             w.sub_(g, alpha=lr)
-        if in_place:
-            w = w.clone()
-        up: dict = {}
-        for p in algo.parts:
-            up.update(p.client_end(ctx, w))
-        self.store.put(cid, ctx.state, t)
-        delta, up, sent = self.send_up(cid, w - start, up)
-        return ClientResult(cid=cid, delta=delta, end=start + delta, up=up, num_samples=len(idx),
-                            train_loss=(loss_sum / steps).item(), buffers=fm.get_buffers(), up_bytes=sent,
-                            steps=steps)
+        return self.finish_client(ctx, w.clone() if in_place else w, loss_sum)
 
     def send_up(self, cid: int, delta: torch.Tensor, up: dict) -> tuple[torch.Tensor, dict, int]:
         """Every uplink vector goes through the compressor; returns what the server receives and the bytes."""
@@ -236,7 +255,9 @@ class Simulation:
         down: dict = {}
         for p in algo.parts:
             down.update(p.downlink(srv))
-        results = [self.local_train(cid, t, start, down, lr) for cid in sampled]
+        together = clients_together(self)  # training.vmap_clients: the sampled clients as one vmapped step
+        results = (together.run(sampled, t, start, down, lr) if together is not None
+                   else [self.local_train(cid, t, start, down, lr) for cid in sampled])
         if spec.aggregation == "samples":
             wts = torch.tensor([r.num_samples for r in results], dtype=torch.float64)
         else:
@@ -405,6 +426,6 @@ def train(spec: RunSpec, out_dir: str | Path, partition_path: str | Path, data_r
     sim.resume()  # a corrupted or foreign checkpoint fails here, before anything is written
     write_json(out.config, {"spec": spec.to_dict(), "run_id": spec.run_id(), "algorithm": sim.algo.describe(),
                             "source": sim.algo.preset.source, "partition_file": str(partition_path),
-                            "partition_meta": partition.meta, "device": str(sim.device),
+                            "partition_meta": partition.meta, "device": str(sim.device), "backend": sim.backend,
                             "environment": environment()})
     return sim.run(stop_after=stop_after)

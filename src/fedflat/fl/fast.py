@@ -1,33 +1,38 @@
 """Fast paths for the one call that touches the model: the loss and flat gradient at a point.
 
 `training.backend` picks how `grad_at(point, batch)` is computed; every algorithm part calls it
-unchanged, so a fast path is a drop-in. The one exception is FusedStep, which writes the engine's
-local step once more as a tensor function for the FedAvg/FedSAM case (tested against the loop):
+unchanged, so a fast path is a drop-in. The one exception is the fused step (fl/fused.py), which
+writes the engine's local step once more as a tensor function (tested against the loop):
 
   eager    FlatModel.grad_at: load the point into the flat parameter buffer, forward, backward
            into the flat gradient buffer (parameters and gradients are views, so no per-tensor
            copies and the optimizer step is one vector op).
-  compile  FedAvg/FedSAM-type parts (fused_blocker finds nothing): the whole local step is one
-           compiled graph (FusedStep: batch gather and normalisation, gradient(s), clipping,
-           weight decay, momentum, the SGD update). Other parts: torch.compile of
-           torch.func.grad_and_value over functional_call per grad_at call (CompiledGrad),
-           parameters taken as views of the flat point and the gradient returned as one flat
-           vector. Evaluation (eval mode under inference_mode) goes through a compiled forward.
-           Measured on the 2-core CPU (docs/performance.md): MLP 1.74-2.31x and LeNet-5 1.59-1.67x
-           the bare eager steps/s (LeNet-5 is convolution-bound), ~3x faster LeNet-5 evaluation,
-           after a one-off warm-up per model, shape and algorithm.
-  auto     compile where it is supported and measured to win (CPU; no BatchNorm buffers, dropout
-           or extra loss terms; no GroupNorm/LayerNorm: ResNet-18-GN ran 0.73-0.91x), eager otherwise.
+  compile  Parts with a fused form (fused_blocker finds nothing: FedAvg, FedSAM, FedSynSAM, the
+           FedLESAM/FedNSAM shifted points, linear corrections such as SCAFFOLD and FedDyn, any
+           uplink compression): the whole local step is one compiled graph (FusedStep: batch
+           gather and normalisation, gradient(s), clipping, corrections, weight decay, momentum,
+           the SGD update). Other parts: torch.compile of torch.func.grad_and_value over
+           functional_call per grad_at call (CompiledGrad), parameters taken as views of the flat
+           point and the gradient returned as one flat vector. Evaluation (eval mode under
+           inference_mode) goes through a compiled forward. Measured on the 2-core CPU
+           (docs/performance.md): digits MLP 1.74-2.31x and LeNet-5 1.59-1.67x the bare eager
+           steps/s, ~3x faster LeNet-5 evaluation, after a one-off warm-up per model, shape and algorithm.
+  auto     (the default) compile where it is supported and measured to win: CPU; no BatchNorm
+           buffers, dropout or extra loss terms; no GroupNorm with fewer groups than channels
+           (ResNet-18-GN ran 0.73-0.91x) or LayerNorm; a run long enough to pay the warm-up back
+           (AUTO_MIN_STEPS); and, on models without convolutions, only where the step fuses (the
+           per-call path gained nothing on the GEMM-bound FMNIST MLP). Eager otherwise.
 
 Per-(seed, round, client) randomness is untouched: batches and augmentation are drawn by the
 engine before the gradient call, and models whose forward draws random numbers (dropout) keep
 the eager path, so results never depend on the backend beyond float rounding (tested to 1e-5).
 The ReLU + 2x2 max-pool kernels swapped in while compiling (LeNet-style models) are in fl/kernels.py.
-Batching the sampled clients of a round with vmap (parameters stacked per client) was measured
-and lost on this CPU (grouped convolutions are slow; see docs/performance.md); it is a GPU item.
+Batching the sampled clients of a round with vmap (`training.vmap_clients`, fl/together.py) is an
+option for GPUs: on this CPU it lost (grouped convolutions are slow; see docs/performance.md).
 """
 from __future__ import annotations
 
+import types
 import weakref
 from typing import Callable, Optional
 
@@ -58,7 +63,28 @@ def compile_blocker(fm: FlatModel, has_extra_loss: bool) -> Optional[str]:
     return None
 
 
-def resolve_backend(name: str, fm: FlatModel, device: torch.device, has_extra_loss: bool) -> str:
+# auto compiles only runs of at least this many local steps (rounds x clients per round x K): the
+# one-off warm-up (~5-8 s for the FMNIST MLP with a warm inductor cache, ~25-30 s for the ConvNet-3,
+# longer cold) must be paid back. Measured savings (docs/performance.md): 0.4-1.3 ms per MLP step, so
+# ~10,000 steps break even for FedAvg on the MLP; FedSynSAM's FMNIST runs have 30,000, CI runs < 100.
+AUTO_MIN_STEPS = 10_000
+
+
+def slow_norm(module: nn.Module) -> Optional[str]:
+    """A normalisation layer whose compiled backward lost on the CPU, or None. ResNet-18-GN
+    (GroupNorm(2, C)) ran 0.73-0.91x compiled; the ConvNet-3's instance norm (GroupNorm(C, C)) won
+    (1.22x FedAvg, 1.49x FedSAM). LayerNorm (ViT) was not measured."""
+    for m in module.modules():
+        if isinstance(m, nn.LayerNorm) or (isinstance(m, nn.GroupNorm) and m.num_groups < m.num_channels):
+            return type(m).__name__
+    return None
+
+
+def resolve_backend(name: str, fm: FlatModel, device: torch.device, has_extra_loss: bool,
+                    steps: Optional[int] = None) -> str:
+    """The backend a run uses: `eager`, or `compile` when asked (a ConfigError if unsupported) or when
+    `auto` finds it measured to win for this model and run length (`steps`: the run's local steps;
+    None: long). Engine-level conditions (which parts fuse) are added by `auto_keeps_eager`."""
     if name not in BACKENDS:
         raise ConfigError(f"training.backend: {name!r} not allowed; allowed: {', '.join(BACKENDS)}")
     if name == "eager":
@@ -68,10 +94,24 @@ def resolve_backend(name: str, fm: FlatModel, device: torch.device, has_extra_lo
         if blocker:
             raise ConfigError(f"training.backend: 'compile' unsupported here ({blocker}); use eager or auto")
         return "compile"
-    # auto: compile won on the CPU for LeNet-5 and the MLP, lost for ResNet-18-GN (0.9x; GroupNorm
-    # backward), and is untested on GPUs here: pick it only where it was measured to win.
-    norm = any(isinstance(m, (nn.GroupNorm, nn.LayerNorm)) for m in fm.module.modules())
-    return "compile" if blocker is None and device.type == "cpu" and not norm else "eager"
+    # auto: measured on the CPU only (GPUs untested here)
+    short = steps is not None and steps < AUTO_MIN_STEPS
+    return "eager" if blocker or device.type != "cpu" or slow_norm(fm.module) or short else "compile"
+
+
+def auto_keeps_eager(sim) -> Optional[str]:
+    """Why `auto` should not compile this simulation although the model allows it, or None: parts
+    that do not fuse run the per-call compiled gradient, which wins on convolutions (LeNet-5 1.40x)
+    but not on a GEMM-bound MLP (FMNIST 784-200-200-10, batch 128: 1.01-1.03x, FedSynSAM before
+    its step was fused), where the warm-up would be lost."""
+    from .fused import fused_blocker
+
+    blocker = fused_blocker(sim)
+    return None if blocker is None or has_conv(sim.fm.module) else f"per-call path on a model without convolutions ({blocker})"
+
+
+def has_conv(module: nn.Module) -> bool:
+    return any(isinstance(m, nn.modules.conv._ConvNd) for m in module.modules())
 
 
 def make_flat_grad(fm: FlatModel):
@@ -95,6 +135,17 @@ def make_flat_grad(fm: FlatModel):
     return flat_grad
 
 
+def compile_own(fn: Callable) -> Callable:
+    """torch.compile of a copy of `fn` with a code object of its own. Dynamo keeps one cache per code
+    object, and every Simulation's step closure shares one: past `recompile_limit` (8) models, shapes
+    or settings in one process (test suites, benchmarks, analysis replays), a fullgraph compile fails
+    instead of recompiling. A private code object gives each instance its own cache."""
+    own = types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    # dynamic=False: a second model or batch shape would otherwise trigger "automatic dynamic" shapes
+    # (measured: LeNet-5 1.5x slower than eager and a 4-minute compile); static graphs per shape instead.
+    return torch.compile(own, fullgraph=True, dynamic=False)
+
+
 class CompiledGrad:
     """grad_at(point, batch) -> (loss, flat gradient), compiled; same contract as FlatModel.grad_at.
 
@@ -107,10 +158,7 @@ class CompiledGrad:
         use_compiled_pools(fm.module)
         flat_grad = make_flat_grad(fm)
 
-        # dynamic=False: every CompiledGrad shares flat_grad's code object, so a second model or batch
-        # shape in one process would otherwise trigger "automatic dynamic" shapes (measured: LeNet-5
-        # 1.5x slower than eager and a 4-minute compile); static graphs recompile per shape instead.
-        self._fn = torch.compile(flat_grad, fullgraph=True, dynamic=False)
+        self._fn = compile_own(flat_grad)
 
         install_compiled_inference(fm.module)
 
@@ -130,8 +178,10 @@ def install_compiled_inference(module: nn.Module) -> None:
     under torch.inference_mode, as fl/evaluate.py does: LeNet-5 evaluation measured 3.4x faster.
     Training, hooks that differentiate (twice) through the module, and no_grad callers keep the
     eager forward. Parameters are read at call time, so loading a new flat vector is seen. The
-    compiled forward is looked up per instance, so a deep copy of the module runs eagerly."""
-    if module in _COMPILED_FORWARD:
+    compiled forward is looked up per instance, so a deep copy of the module runs eagerly.
+    Models without convolutions keep the eager forward: the FMNIST MLP's 10,000-image evaluation took
+    0.047 s eager and 0.048 s compiled (GEMM-bound), after a 2.8 s warm-up per batch shape."""
+    if module in _COMPILED_FORWARD or not has_conv(module):
         return
     base = type(module)
     _COMPILED_FORWARD[module] = torch.compile(base.forward.__get__(module), dynamic=False)
@@ -149,104 +199,6 @@ def install_compiled_inference(module: nn.Module) -> None:
     module.__class__ = type(base.__name__, (base,), {"forward": forward, "__module__": base.__module__})
 
 
-def fused_blocker(sim) -> Optional[str]:
-    """Why a client's local step cannot run as one compiled graph (FusedStep), or None.
-
-    The fused step reproduces the engine's loop for the plain gradient (FedAvg-type) and the plain
-    SAM ascent with no corrections; any other part, or an analysis hook that wraps the part's
-    `gradient` (an instance attribute), keeps the per-call path (CompiledGrad)."""
-    from ..algorithms.perturbations import NoPerturbation, SAMPerturbation
-
-    pert = sim.algo.perturbation
-    if sim.backend != "compile":
-        return "backend is not compile"
-    if type(pert) not in (NoPerturbation, SAMPerturbation) or "gradient" in vars(pert):
-        return f"perturbation {type(pert).__name__} (or a hook on it) is not fused"
-    if getattr(pert, "np_mode", "off") != "off":
-        return "the N-perturbation option (np_mode) is not fused"
-    if sim.algo.corrections:
-        return "gradient corrections are not fused"
-    return None
-
-
-class FusedStep:
-    """The whole local step as one compiled graph (training.backend: compile, FedAvg/FedSAM-type parts).
-
-    Per step: gather the mini-batch from the uint8 training tensor and normalise it (or take the
-    eagerly augmented batch), loss and flat gradient (twice for SAM: δ = ρ g/(‖g‖+ε), 0 when g = 0,
-    gradient at w + δ, loss reported at w), clipping, weight decay, momentum and the SGD update of
-    the flat iterate, in place. This is the engine's loop (Simulation.local_train) written once more
-    as a pure tensor function, so the per-step Python dispatch of the two dozen small ops (indexing,
-    normalisation, norms, the update) disappears; tests/fl/test_fast_equivalence.py checks it
-    against the eager loop to 1e-5. The learning rate enters as a 0-d tensor, so a decaying
-    schedule does not recompile."""
-
-    def __init__(self, sim):
-        from ..algorithms.perturbations import SAM_EPS, SAMPerturbation
-
-        fm, spec, data = sim.fm, sim.spec, sim.data
-        self.fm, self.data = fm, data
-        use_compiled_pools(fm.module)  # same numbers, a faster pool backward inside the graph
-        pert = sim.algo.perturbation
-        rho = float(pert.rho) if isinstance(pert, SAMPerturbation) and pert.rho != 0.0 else None
-        clip, wd, mom = float(spec.clip_grad_norm), float(spec.weight_decay), float(spec.local_momentum)
-        mean, std = data.mean, data.std
-
-        flat_grad = make_flat_grad(fm)
-
-        def step(w, buf, loss_sum, lr, x, y, idx):
-            if idx is not None:  # ArrayDataset.train_batch without augmentation, inside the graph
-                x, y = x[idx], y[idx]
-                if x.dtype == torch.uint8:
-                    x = x.float().div(255.0)
-                    if mean is not None:
-                        shape = (1, -1) + (1,) * (x.dim() - 2)
-                        x = (x - mean.view(shape)) / std.view(shape)
-            loss, g = flat_grad(w, x, y)
-            if rho is not None:  # AscentPerturbation.gradient with safe_unit
-                n = g.norm()
-                delta = torch.where(n == 0, torch.zeros_like(g), g / (n + SAM_EPS) * rho)
-                _, g = flat_grad(w + delta, x, y)
-            loss_sum.add_(loss)
-            if clip > 0:
-                g = g * (clip / (g.norm() + 1e-6)).clamp(max=1.0)
-            if wd > 0:
-                g = g + wd * w
-            if buf is not None:
-                g = buf.mul_(mom).add_(g)
-            w.sub_(lr * g)
-
-        self._fn = torch.compile(step, fullgraph=True, dynamic=False)  # dynamic=False: see CompiledGrad
-        # an epoch's partial last batch (training.local_epochs) runs the same function eagerly: its
-        # size differs per client, and a static graph per leftover size would recompile every time
-        self._eager = step
-        install_compiled_inference(fm.module)
-
-    def run(self, w: torch.Tensor, buf: Optional[torch.Tensor], stream, gen, lr: float, steps: int) -> torch.Tensor:
-        """`steps` local steps on `w` (and the momentum buffer) in place; returns the summed loss."""
-        data = self.data
-        loss_sum = torch.zeros((), device=w.device, dtype=w.dtype)
-        lr_t = torch.tensor(lr, device=w.device, dtype=w.dtype)
-        for _ in range(steps):
-            idx = stream.next()
-            fn = self._eager if stream.partial else self._fn
-            if data.augment is None:
-                fn(w, buf, loss_sum, lr_t, data.train_x, data.train_y, idx)
-            else:  # augmentation draws from the client's generator: eager, as in the plain loop
-                x, y = data.train_batch(idx, gen)
-                fn(w, buf, loss_sum, lr_t, x, y, None)
-        return loss_sum
-
-
-def fused_step(sim) -> Optional[FusedStep]:
-    """The simulation's FusedStep when its parts allow one (built once per Simulation), else None."""
-    if fused_blocker(sim) is not None:
-        return None
-    if "_fused_step" not in sim.__dict__:
-        sim.__dict__["_fused_step"] = FusedStep(sim)
-    return sim.__dict__["_fused_step"]
-
-
 def make_grad_at(backend: str, fm: FlatModel, extra_loss=None) -> GradAt:
     """The gradient function a client's local steps use under a resolved backend."""
     if backend == "compile":  # one compiled function per model: a new one would recompile
@@ -254,3 +206,6 @@ def make_grad_at(backend: str, fm: FlatModel, extra_loss=None) -> GradAt:
             fm.__dict__["_compiled_grad"] = CompiledGrad(fm)
         return fm.__dict__["_compiled_grad"]
     return lambda point, batch: fm.grad_at(point, batch[0], batch[1], extra_loss)
+
+
+from .fused import FusedStep, fused_blocker, fused_step  # noqa: E402,F401  (the whole-step graph; needs the above)

@@ -76,6 +76,13 @@ class SynSAMPerturbation(SyntheticSource, Perturbation):
         _, gs = grad_at(w, self._zeta(ctx))
         return loss, d.add_(gs, alpha=1.0 - self.beta)
 
+    def fused_form(self):  # the same step as `gradient`, as one compiled graph (fl/fast.py FusedStep)
+        return "ascent" if self.rho != 0.0 else "plain"
+
+    def fused_mix(self, ctx):
+        syn = ctx.scratch.get("syn")
+        return None if syn is None else (self.beta, self._zeta(ctx))
+
     def gradient(self, ctx, w, batch, grad_at):
         if self.rho == 0.0:  # no ascent: plain SGD on the local batch
             return grad_at(w, batch)

@@ -1,0 +1,173 @@
+"""The whole local step as one compiled graph (training.backend: compile): which parts it covers
+(`fused_blocker`), the step as a pure tensor function (`make_local_step`), and the per-client loop
+around it (`FusedStep`). tests/fl/test_fast_equivalence.py checks it against the engine's loop."""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import torch
+
+from ..algorithms.base import Correction
+from .fast import compile_own, install_compiled_inference, make_flat_grad
+from .kernels import use_compiled_pools
+
+
+def _owner(cls: type, name: str) -> Optional[type]:
+    return next((c for c in cls.__mro__ if name in vars(c)), None)
+
+
+def _declared(part, decl: str, uses: tuple[str, ...]) -> bool:
+    """The class that declares the fused form (`decl`) also owns, or inherits, every method the eager
+    path runs (`uses`): a subclass that changes one of them without declaring the form again is not fused."""
+    owner = _owner(type(part), decl)
+    return all((o := _owner(type(part), m)) is None or issubclass(owner, o) for m in uses)
+
+
+_PERT_USES = ("gradient", "direction", "ascent", "after_ascent", "neighbour_mode", "fused_mix", "fused_shift")
+
+
+def fused_blocker(sim) -> Optional[str]:
+    """Why a client's local step cannot run as one compiled graph (FusedStep), or None.
+
+    The fused step reproduces the engine's loop where the perturbation part declares its `fused_form`
+    (algorithms/base.py: the plain gradient, FedAvg-type; the gradient at a point shifted by a δ fixed
+    for the round, FedLESAM/FedNSAM-type; the SAM ascent, FedSAM; the ascent with a mixed-in second
+    gradient, FedSynSAM) and every correction its `fused_linear` form (g ↦ a·g + b·w + c: FedProx,
+    SCAFFOLD, FedDyn, FedCM, FedSAGD's momentum). Compression is not in the way: it acts on the
+    client's final delta, after the loop (Simulation.send_up). Any other part, a subclass that changes
+    what the eager path calls, or an analysis hook that wraps the part's `gradient` or `ascent` (an
+    instance attribute), keeps the per-call path (CompiledGrad)."""
+    if sim.backend != "compile":
+        return "backend is not compile"
+    return step_blocker(sim.algo)
+
+
+def step_blocker(algo) -> Optional[str]:
+    """Why the algorithm's local step has no tensor-function form (`make_local_step`), or None."""
+    pert = algo.perturbation
+    if getattr(pert, "np_mode", "off") != "off":
+        return "the N-perturbation option (np_mode) is not fused"
+    if not _declared(pert, "fused_form", _PERT_USES) or pert.fused_form() is None:
+        return f"perturbation {type(pert).__name__} is not fused"
+    if {"gradient", "ascent"} & set(vars(pert)):
+        return f"a hook wraps {type(pert).__name__}'s gradient"
+    for c in algo.corrections:
+        if not _declared(c, "fused_linear", ("adjust",)) or type(c).fused_linear is Correction.fused_linear:
+            return f"correction {type(c).__name__} is not fused"
+        if "adjust" in vars(c):
+            return f"a hook wraps {type(c).__name__}'s adjust"
+    return None
+
+
+def fused_linear(corrections, ctx) -> tuple[float, float, Optional[torch.Tensor]]:
+    """The corrections, applied in order, as one g ↦ a·g + b·w + c."""
+    a, b, c = 1.0, 0.0, None
+    for part in corrections:
+        ai, bi, ci = part.fused_linear(ctx)
+        a, b = ai * a, ai * b + bi
+        c = ci if c is None else (c * ai if ci is None else c * ai + ci)
+    return a, b, c
+
+
+def make_local_step(sim) -> Callable:
+    """One local step of the engine's loop (Simulation.local_train) as a pure tensor function that
+    updates w (and the momentum buffer and the summed loss) in place; compiled by FusedStep and
+    vmapped over a round's clients by fl/together.py. Every setting is a constant of the function."""
+    from ..algorithms.perturbations import SAM_EPS
+
+    spec, data, pert = sim.spec, sim.data, sim.algo.perturbation
+    rho = float(pert.rho) if pert.fused_form() == "ascent" else None
+    clip, wd, mom = float(spec.clip_grad_norm), float(spec.weight_decay), float(spec.local_momentum)
+    mean, std = data.mean, data.std
+    flat_grad = make_flat_grad(sim.fm)
+
+    def step(w, buf, loss_sum, lr, x, y, idx, beta, xs, ys, shift, lin_a, lin_b, lin_c):
+        if idx is not None:  # ArrayDataset.train_batch without augmentation, inside the graph
+            x, y = x[idx], y[idx]
+            if x.dtype == torch.uint8:
+                x = x.float().div(255.0)
+                if mean is not None:
+                    shape = (1, -1) + (1,) * (x.dim() - 2)
+                    x = (x - mean.view(shape)) / std.view(shape)
+        loss, g = flat_grad(w if shift is None else w + shift, x, y)
+        if rho is not None:  # AscentPerturbation.gradient with safe_unit / SynSAMPerturbation.ascent
+            if xs is not None:
+                g = g * beta + flat_grad(w, xs, ys)[1] * (1.0 - beta)
+            n = g.norm()
+            delta = torch.where(n == 0, torch.zeros_like(g), g / (n + SAM_EPS) * rho)
+            _, g = flat_grad(w + delta, x, y)
+        loss_sum.add_(loss)
+        if clip > 0:
+            g = g * (clip / (g.norm() + 1e-6)).clamp(max=1.0)
+        if lin_a != 1.0:  # the corrections (Correction.fused_linear), constants of the run
+            g = g * lin_a
+        if lin_b != 0.0:
+            g = g + lin_b * w
+        if lin_c is not None:
+            g = g + lin_c
+        if wd > 0:
+            g = g + wd * w
+        if buf is not None:
+            g = buf.mul_(mom).add_(g)
+        w.sub_(lr * g)
+
+    return step
+
+
+class FusedStep:
+    """The whole local step as one compiled graph (training.backend: compile, parts with a `fused_form`).
+
+    Per step: gather the mini-batch from the uint8 training tensor and normalise it (or take the
+    eagerly augmented batch), loss and flat gradient (for the ascent form: d = g, or β g + (1−β) g_ζ
+    with g_ζ the gradient on the part's second batch (FedSynSAM's synthetic set, passed in per step);
+    δ = ρ d/(‖d‖+ε), 0 when d = 0; gradient at w + δ; loss reported at w), clipping, weight decay,
+    momentum and the SGD update of the flat iterate, in place. This is the engine's loop
+    (Simulation.local_train) written once more as a pure tensor function, so the per-step Python
+    dispatch of the two dozen small ops (indexing, normalisation, norms, the update) disappears;
+    tests/fl/test_fast_equivalence.py checks it against the eager loop to 1e-5. The learning rate
+    enters as a 0-d tensor, so a decaying schedule does not recompile; a step with and without a
+    second batch are two graphs (FedSynSAM before and after the distillation)."""
+
+    def __init__(self, sim):
+        fm = sim.fm
+        self.fm, self.data = fm, sim.data
+        use_compiled_pools(fm.module)  # same numbers, a faster pool backward inside the graph
+        self.pert = sim.algo.perturbation
+        self.corrections = sim.algo.corrections
+        self.shifted = self.pert.fused_form() == "shifted"
+        step = make_local_step(sim)
+        self._fn = compile_own(step)
+        # an epoch's partial last batch (training.local_epochs) runs the same function eagerly: its
+        # size differs per client, and a static graph per leftover size would recompile every time
+        self._eager = step
+        install_compiled_inference(fm.module)
+
+    def run(self, w: torch.Tensor, buf: Optional[torch.Tensor], stream, gen, lr: float, steps: int, ctx) -> torch.Tensor:
+        """`steps` local steps on `w` (and the momentum buffer) in place; returns the summed loss."""
+        data, pert = self.data, self.pert
+        shift = pert.fused_shift(ctx) if self.shifted else None
+        lin = fused_linear(self.corrections, ctx)
+        loss_sum = torch.zeros((), device=w.device, dtype=w.dtype)
+        lr_t = torch.tensor(lr, device=w.device, dtype=w.dtype)
+        for _ in range(steps):
+            idx = stream.next()
+            fn = self._eager if stream.partial else self._fn
+            mix = pert.fused_mix(ctx)  # drawn after the batch, as the eager part draws ζ after ξ
+            beta, (xs, ys) = mix if mix is not None else (0.0, (None, None))
+            if data.augment is None:
+                fn(w, buf, loss_sum, lr_t, data.train_x, data.train_y, idx, beta, xs, ys, shift, *lin)
+            else:  # augmentation draws from the client's generator: eager, as in the plain loop
+                x, y = data.train_batch(idx, gen)
+                fn(w, buf, loss_sum, lr_t, x, y, None, beta, xs, ys, shift, *lin)
+        return loss_sum
+
+
+def fused_step(sim) -> Optional[FusedStep]:
+    """The simulation's FusedStep when its parts allow one (built once per Simulation), else None."""
+    if fused_blocker(sim) is not None:
+        return None
+    if "_fused_step" not in sim.__dict__:
+        sim.__dict__["_fused_step"] = FusedStep(sim)
+    return sim.__dict__["_fused_step"]
+
+
