@@ -48,7 +48,8 @@ TARGETS = (
     ("5", "peak RSS, ResNet-18-GN FedSMOO (100 clients at full size), disk client store", "< 4 GiB", "bench_memory", None, None),
     # issue 15: the real reproduction workloads (FMNIST MLP, ConvNet-3, LeNet-5; Q4 uplink), against today's eager path
     ("6", "real workloads, Q4 uplink: client round, eager ms → backend=auto ms", ">= 1.5x", "bench_real",
-     re.compile(r"^\s*steps\s+\S+\s+\S+\s+eager\s+([\d.]+ ms/client\s+\S+ \(\S+\)\s+[\d.]+ ms/client\s+speed-up [\d.]+x)"), _WORKLOAD),
+     re.compile(r"^\s*steps\s+\S+\s+\S+\s+eager\s+([\d.]+ ms/client\s+\S+ \(\S+\)\s+[\d.]+ ms/client\s+speed-up "
+                r"[\d.]+x \(CPU time [\d.]+x\))"), _WORKLOAD),
     ("7", "today's path (eager, glibc allocator defaults) → auto + tuned allocator, steady client round, CPU time",
      ">= 1.5x", "bench_real", re.compile(r"^\s*today\s.*speed-up ([\d.]+x)"), _WORKLOAD),
     ("8", "fixed cost per job: start to the end of the first client round (imports, data, compile)", "reported",

@@ -109,7 +109,7 @@ def test_bench_summary_reads_every_figure(repo, monkeypatch):
     got = {t: found for t, _, _, found in figures(printed, returned, failed=set())}
     assert got == {"1": ["lenet5 fedavg: 1.067"], "2": ["mlp fedavg: 1.27"], "3": ["lenet5: 11.8%", "default study: 1.4%"],
                    "4": ["2.01"], "5": ["disk store 3.40 GiB"],
-                   "6": ["mlp2 fedsam: 38.0 ms/client  auto (fused)     30.0 ms/client  speed-up 1.27x"],
+                   "6": ["mlp2 fedsam: 38.0 ms/client  auto (fused)     30.0 ms/client  speed-up 1.27x (CPU time 1.20x)"],
                    "7": ["mlp2 fedsam: 1.50x"], "8": ["mlp2 fedsam: auto (fused) start to end of first client 11.0s"]}
     got = {t: found for t, _, _, found in figures({"bench_overhead": "x\n"}, {}, failed={"bench_memory"})}
     assert got["1"] == ["no figure printed"] and got["2"] == ["not run"] and got["5"] == ["failed"]

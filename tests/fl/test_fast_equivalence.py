@@ -137,6 +137,15 @@ def test_backend_is_validated_and_falls_back(tmp_path):
         resolve_backend("compile", fm_do, cpu, False)
 
 
+def test_auto_stays_eager_without_a_cxx_compiler(monkeypatch):
+    import fedflat.fl.fast as fast
+
+    fm_ok = FlatModel(nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2)))
+    assert resolve_backend("auto", fm_ok, torch.device("cpu"), False) == "compile"
+    monkeypatch.setattr(fast.shutil, "which", lambda name: None)
+    assert resolve_backend("auto", fm_ok, torch.device("cpu"), False) == "eager"
+
+
 def test_auto_compiles_long_runs_where_the_step_fuses_or_the_model_convolves(tmp_path):
     long = {"rounds": AUTO_MIN_STEPS}  # 3 clients x 3 steps per round
     assert _sim(tmp_path / "a", "mlp", "fedsam", "auto", {"rho": 0.5}, **long).backend == "compile"  # fused

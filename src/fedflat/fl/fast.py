@@ -32,6 +32,8 @@ option for GPUs: on this CPU it lost (grouped convolutions are slow; see docs/pe
 """
 from __future__ import annotations
 
+import os
+import shutil
 import types
 import weakref
 from typing import Callable, Optional
@@ -94,9 +96,14 @@ def resolve_backend(name: str, fm: FlatModel, device: torch.device, has_extra_lo
         if blocker:
             raise ConfigError(f"training.backend: 'compile' unsupported here ({blocker}); use eager or auto")
         return "compile"
-    # auto: measured on the CPU only (GPUs untested here)
+    # auto: measured on the CPU only (GPUs untested here); inductor's CPU code needs a C++ compiler
     short = steps is not None and steps < AUTO_MIN_STEPS
-    return "eager" if blocker or device.type != "cpu" or slow_norm(fm.module) or short else "compile"
+    return "eager" if blocker or device.type != "cpu" or slow_norm(fm.module) or short or not has_cxx() else "compile"
+
+
+def has_cxx() -> bool:
+    """A C++ compiler for inductor's CPU kernels: without one `auto` stays eager instead of failing."""
+    return any(shutil.which(c) for c in (os.environ.get("CXX") or "g++", "g++", "c++", "clang++"))
 
 
 def auto_keeps_eager(sim) -> Optional[str]:
