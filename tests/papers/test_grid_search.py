@@ -62,3 +62,13 @@ def test_unknown_param_names_the_key():
     cfg["tables"]["search"]["param"] = "rhoo"
     with pytest.raises(ConfigError, match=r"tables.search.param: 'rhoo' is neither"):
         load_study(cfg)
+
+
+def test_runs_that_differ_only_in_an_unshown_setting_are_refused():
+    """Same method, param value and seed but another uplink: averaging them as seeds would hide both."""
+    cfg = _config()
+    other = dict(cfg["experiments"]["rho"], uplink={"kind": "quant", "bits": 4})
+    cfg["experiments"]["rho_q4"] = other
+    cfg["tables"]["search"]["experiments"] = ["rho", "rho_q4"]
+    with pytest.raises(ConfigError, match=r"tables.search: runs .* fall in one cell"):
+        load_study(cfg)

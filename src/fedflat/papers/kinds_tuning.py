@@ -67,6 +67,13 @@ class GridSearchTable:
                 if not run.training.get("holdout"):
                     raise ConfigError(f"{key}: experiment {e} evaluates on the test split; a search needs "
                                       f"training.holdout > 0 (a validation split carved from the training clients)")
+        cells: dict = {}  # two different runs in one cell would be averaged as if they were seeds
+        for en in GridSearchTable.manifest(study, name, spec)["entries"]:
+            cell = (en["method"], json.dumps(en["row"], sort_keys=True), en["value"], en["seed"])
+            if cells.setdefault(cell, en["dir"]) != en["dir"]:
+                raise ConfigError(f"{key}: runs {cells[cell]} and {en['dir']} fall in one cell ({en['method']}, "
+                                  f"{param}={en['value']}, seed {en['seed']}); they differ in a setting the table "
+                                  f"does not show (uplink, a training key): give them tables of their own")
 
     @staticmethod
     def inputs(study, name, spec):
