@@ -133,6 +133,10 @@ def test_backend_is_validated_and_falls_back(tmp_path):
     assert resolve_backend("auto", fm_ok, cpu, False, steps=AUTO_MIN_STEPS - 1) == "eager"  # warm-up not paid back
     assert resolve_backend("auto", fm_ok, cpu, False, steps=AUTO_MIN_STEPS) == "compile"
     assert resolve_backend("compile", fm_ok, cpu, False, steps=1) == "compile"
+    # a step that does not fuse: the per-call path loses on an MLP (eager) and wins on convolutions
+    assert resolve_backend("auto", fm_ok, cpu, False, unfused="FedSMOO's correction") == "eager"
+    assert resolve_backend("auto", fm_in, cpu, False, unfused="FedSMOO's correction") == "compile"
+    assert resolve_backend("compile", fm_ok, cpu, False, unfused="FedSMOO's correction") == "compile"
     with pytest.raises(ConfigError, match="'compile' unsupported"):
         resolve_backend("compile", fm_do, cpu, False)
 

@@ -7,6 +7,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from fedflat.errors import ConfigError
+from fedflat.models.registry import job_threads
 from fedflat.study import figure_inputs, figure_manifest, load_study, table_inputs, table_manifest
 
 SCHEMA = workflow.source_path("../schemas/config.schema.yaml")

@@ -25,7 +25,8 @@ from ..util.malloc import tune_allocator
 from .batches import BatchStream, sample_clients, torch_generator
 from .client_store import ClientStateStore
 from .evaluate import evaluate
-from .fast import auto_keeps_eager, fused_step, make_grad_at, resolve_backend
+from .fast import fused_step, make_grad_at, resolve_backend
+from .fused import step_blocker
 from .flat import FlatModel
 from .hooks import COMPRESSORS, ROUND_HOOKS
 from .metrics import MetricsLog, Progress
@@ -116,10 +117,8 @@ class Simulation:
         self.compressor_state: dict[int, dict] = {}  # per-client error-feedback memory
         self._loss_parts = [p for p in self.algo.parts if type(p).loss_term is not Part.loss_term]
         asked = spec.training.get("backend", TRAINING_DEFAULTS["backend"])
-        self.backend = resolve_backend(asked, self.fm, self.device, bool(self._loss_parts),
-                                       self.total_local_steps())  # fl/fast.py: how grad_at is computed
-        if asked == "auto" and self.backend == "compile" and auto_keeps_eager(self):
-            self.backend = "eager"
+        self.backend = resolve_backend(asked, self.fm, self.device, bool(self._loss_parts), self.total_local_steps(),
+                                       unfused=step_blocker(self.algo))  # fl/fast.py: how grad_at is computed
         for obj in (*self.algo.parts, self.compressor):  # parts/compressors that need the model, data or seed
             if hasattr(obj, "bind"):
                 obj.bind(self)

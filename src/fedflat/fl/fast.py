@@ -83,10 +83,11 @@ def slow_norm(module: nn.Module) -> Optional[str]:
 
 
 def resolve_backend(name: str, fm: FlatModel, device: torch.device, has_extra_loss: bool,
-                    steps: Optional[int] = None) -> str:
+                    steps: Optional[int] = None, unfused: Optional[str] = None) -> str:
     """The backend a run uses: `eager`, or `compile` when asked (a ConfigError if unsupported) or when
-    `auto` finds it measured to win for this model and run length (`steps`: the run's local steps;
-    None: long). Engine-level conditions (which parts fuse) are added by `auto_keeps_eager`."""
+    `auto` finds it measured to win for this model, algorithm and run length. `steps`: the run's local
+    steps (None: long); `unfused`: why the algorithm's local step has no fused form (fused.step_blocker),
+    None when it fuses."""
     if name not in BACKENDS:
         raise ConfigError(f"training.backend: {name!r} not allowed; allowed: {', '.join(BACKENDS)}")
     if name == "eager":
@@ -96,25 +97,19 @@ def resolve_backend(name: str, fm: FlatModel, device: torch.device, has_extra_lo
         if blocker:
             raise ConfigError(f"training.backend: 'compile' unsupported here ({blocker}); use eager or auto")
         return "compile"
-    # auto: measured on the CPU only (GPUs untested here); inductor's CPU code needs a C++ compiler
+    # auto: measured on the CPU only (GPUs untested here); inductor's CPU code needs a C++ compiler.
+    # A step that does not fuse runs the per-call compiled gradient, which wins on convolutions (LeNet-5
+    # 1.40x) but not on a GEMM-bound MLP (FMNIST 784-200-200-10, batch 128: 1.01-1.03x), where the
+    # warm-up would be lost.
     short = steps is not None and steps < AUTO_MIN_STEPS
-    return "eager" if blocker or device.type != "cpu" or slow_norm(fm.module) or short or not has_cxx() else "compile"
+    per_call_loses = unfused is not None and not has_conv(fm.module)
+    slow = blocker or device.type != "cpu" or slow_norm(fm.module) or short or per_call_loses
+    return "eager" if slow or not has_cxx() else "compile"
 
 
 def has_cxx() -> bool:
     """A C++ compiler for inductor's CPU kernels: without one `auto` stays eager instead of failing."""
     return any(shutil.which(c) for c in (os.environ.get("CXX") or "g++", "g++", "c++", "clang++"))
-
-
-def auto_keeps_eager(sim) -> Optional[str]:
-    """Why `auto` should not compile this simulation although the model allows it, or None: parts
-    that do not fuse run the per-call compiled gradient, which wins on convolutions (LeNet-5 1.40x)
-    but not on a GEMM-bound MLP (FMNIST 784-200-200-10, batch 128: 1.01-1.03x, FedSynSAM before
-    its step was fused), where the warm-up would be lost."""
-    from .fused import fused_blocker
-
-    blocker = fused_blocker(sim)
-    return None if blocker is None or has_conv(sim.fm.module) else f"per-call path on a model without convolutions ({blocker})"
 
 
 def has_conv(module: nn.Module) -> bool:
