@@ -13,7 +13,8 @@ from fl.fast_helpers import Q4, SYN_HP, _sim, _with_synthetic_set
 @pytest.mark.parametrize("model,algorithm,hp,augment", [
     ("mlp", "fedavg", {}, False), ("cnn_small", "fedsam", {"rho": 0.5}, True),
     ("mlp", "fedsynsam", SYN_HP, False), ("mlp", "fedsynsam", {**SYN_HP, "syn_batch": 2}, False),
-    ("mlp", "fedlesam_s", {"rho": 0.5, "lesam_dir": "global"}, False), ("mlp", "feddyn", {"alpha": 0.5}, False)])
+    ("mlp", "fedlesam_s", {"rho": 0.5, "lesam_dir": "global"}, False), ("mlp", "feddyn", {"alpha": 0.5}, False),
+    ("mlp", "fedsmoo", {"rho": 0.5, "alpha": 0.5}, False), ("mlp", "fedtoga", {"rho": 0.5, "alpha": 0.5}, False)])
 def test_clients_together_match_one_at_a_time(tmp_path, model, algorithm, hp, augment):
     one = _sim(tmp_path / "one", model, algorithm, "eager", hp, augment, uplink=Q4)
     vm = _sim(tmp_path / "vm", model, algorithm, "eager", hp, augment, uplink=Q4, vmap_clients=True)

@@ -90,7 +90,10 @@ def test_fused_step_with_a_compressed_uplink_matches_eager(tmp_path, algorithm, 
     ("fedgamma", {"rho": 0.5}, "fedsam"), ("fedspeed", {"rho": 0.5, "alpha": 0.5}, "fedsam"),
     ("fedlesam", {"rho": 0.5, "lesam_first": "init"}, "fedavg"),
     ("fedlesam_d", {"rho": 0.5, "alpha": 0.5, "lesam_dir": "global"}, "feddyn"),
-    ("fedlesam_s", {"rho": 0.5, "lesam_dir": "global"}, "scaffold")])
+    ("fedlesam_s", {"rho": 0.5, "lesam_dir": "global"}, "scaffold"),
+    ("fedsmoo", {"rho": 0.5, "alpha": 0.5}, "fedspeed"),  # dual-corrected ascent: d = g − μ_i − s, μ_i moves
+    ("fedsmoo", {"rho": 0.5, "alpha": 0.5, "smoo_upload": "mu"}, "fedspeed"),
+    ("fedtoga", {"rho": 0.5, "alpha": 0.5, "kappa": 1.0, "beta": 0.8}, "fedspeed")])  # d = g + κΔ; g + βΔ
 def test_fused_corrections_and_shifted_points_match_eager(tmp_path, algorithm, hp, base):
     """Two rounds (control variates, duals and server momenta are non-zero in round 2) under Q4 uplinks;
     `base` is the same algorithm without the fused term, so a dropped term would show."""
@@ -188,7 +191,8 @@ def test_fused_step_only_for_plain_parts(tmp_path):
     sim.algo.perturbation.gradient = lambda *a: orig(*a)  # an analysis hook wrapping the part
     assert "hook" in fused_blocker(sim)
     assert "not fused" in fused_blocker(_sim(tmp_path / "asam", "mlp", "fedasam", "compile"))
-    assert "TOGA" in fused_blocker(_sim(tmp_path / "toga", "mlp", "fedtoga", "compile"))
+    assert "TOGA" in fused_blocker(_sim(tmp_path / "toga", "mlp", "fedtoga", "compile", {"toga_mode": "N"}))
+    assert "np_mode" in fused_blocker(_sim(tmp_path / "smoo", "mlp", "fedsmoo_np", "compile"))
     assert "LocalNesterov" in fused_blocker(_sim(tmp_path / "lnag", "mlp", "fedlnag", "compile"))
 
 

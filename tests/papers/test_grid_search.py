@@ -72,3 +72,24 @@ def test_runs_that_differ_only_in_an_unshown_setting_are_refused():
     cfg["tables"]["search"]["experiments"] = ["rho", "rho_q4"]
     with pytest.raises(ConfigError, match=r"tables.search: runs .* fall in one cell"):
         load_study(cfg)
+
+
+def test_a_choice_on_the_edge_of_a_three_point_grid_is_marked(tmp_path):
+    """Best at the largest of 3 values: the table says the best value may lie outside the grid; a 2-point grid
+    (every choice an edge) and an interior choice are not marked."""
+    cfg = _config()
+    cfg["experiments"]["rho"]["algorithms"] = [{"preset": "fedsam", "label": f"r{r}", "params": {"rho": r}}
+                                               for r in (0.01, 0.1, 0.5)]
+    for i, (best, marked) in enumerate(((0.5, "rho at the top of its grid"), (0.01, "rho at the bottom of its grid"),
+                                        (0.1, None))):
+        study = load_study(cfg)
+        m = _fake_runs(study, tmp_path / f"runs{i}", lambda meth, v, s: 0.9 if v == best else 0.8)
+        m["entries"] = [e for e in m["entries"] if e["method"] == "FedSAM"]
+        assert render_grid(m, tmp_path / f"out{i}") == {"FedSAM": best}
+        row = [ln for ln in (tmp_path / f"out{i}.md").read_text().splitlines() if ln.startswith("| FedSAM")][0]
+        assert (marked in row) if marked else ("of its grid" not in row)
+    study = load_study(_config())  # two values: no mark
+    m = _fake_runs(study, tmp_path / "two", lambda meth, v, s: 0.9 if v == 0.1 else 0.8)
+    m["entries"] = [e for e in m["entries"] if e["method"] == "FedSAM"]
+    render_grid(m, tmp_path / "two")
+    assert "of its grid |" not in (tmp_path / "two.md").read_text()

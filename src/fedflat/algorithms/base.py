@@ -224,6 +224,13 @@ class Perturbation(Part):
         """δ of the "shifted" form (read once per client, after client_begin)."""
         raise NotImplementedError
 
+    def fused_ascent_terms(self, ctx: ClientContext) -> tuple[Optional[Tensor], Optional[Tensor], Optional[Tensor]]:
+        """(c, m, last) of the "ascent" form, read once per client after client_begin: the direction is
+        d = g + c − m (c fixed for the round: FedTOGA's κΔ, FedSMOO's −s); m, where given, is a per-client
+        dual updated in place after each ascent, m ← m + δ + c (FedSMOO's μ_i ← μ_i + ŝ − s); `last`, where
+        given, receives each step's δ. None: no such term."""
+        return None, None, None
+
 
 class Correction(Part):
     """What is added to the local step's gradient."""

@@ -58,5 +58,8 @@ class GlobalDeltaCorrection(Correction):
     def adjust(self, ctx, w, g):
         return g.add(ctx.down[KEY], alpha=self.beta) if self.beta else g
 
+    def fused_linear(self, ctx):
+        return 1.0, 0.0, ctx.down[KEY] * self.beta if self.beta else None
+
     def server_update(self, srv, rnd):
         update_delta(self, srv, rnd)

@@ -176,6 +176,14 @@ class TOGAPerturbation(_GlobalDeltaUser, AscentPerturbation):
     def direction(self, ctx, w, g, batch, grad_at):
         return g.add_(ctx.down[DELTA_KEY], alpha=self.kappa)
 
+    def fused_form(self):
+        if self.toga_mode != "G":
+            return None
+        return "ascent" if self.rho != 0.0 else "plain"
+
+    def fused_ascent_terms(self, ctx):
+        return ctx.down[DELTA_KEY] * self.kappa, None, None
+
 
 @PERTURBATIONS.register("smoo")
 class SMOOPerturbation(AscentPerturbation):
@@ -213,6 +221,15 @@ class SMOOPerturbation(AscentPerturbation):
     def after_ascent(self, ctx, delta):
         ctx.state["smoo_mu"].add_(delta).sub_(ctx.down["smoo_s"])
         ctx.scratch["smoo_last"] = delta
+
+    def fused_form(self):
+        if self.np_mode != "off":
+            return None
+        return "ascent" if self.rho != 0.0 else "plain"
+
+    def fused_ascent_terms(self, ctx):
+        ctx.scratch["smoo_last"] = last = torch.empty_like(ctx.state["smoo_mu"])  # the fused step writes each δ
+        return -ctx.down["smoo_s"], ctx.state["smoo_mu"], last
 
     def client_end(self, ctx, w):
         mu = ctx.state["smoo_mu"]

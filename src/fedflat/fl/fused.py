@@ -23,7 +23,8 @@ def _declared(part, decl: str, uses: tuple[str, ...]) -> bool:
     return all((o := _owner(type(part), m)) is None or issubclass(owner, o) for m in uses)
 
 
-_PERT_USES = ("gradient", "direction", "ascent", "after_ascent", "neighbour_mode", "fused_mix", "fused_shift")
+_PERT_USES = ("gradient", "direction", "ascent", "after_ascent", "neighbour_mode", "fused_mix", "fused_shift",
+              "fused_ascent_terms")
 
 
 def fused_blocker(sim) -> Optional[str]:
@@ -81,7 +82,7 @@ def make_local_step(sim) -> Callable:
     mean, std = data.mean, data.std
     flat_grad = make_flat_grad(sim.fm)
 
-    def step(w, buf, loss_sum, lr, x, y, idx, beta, xs, ys, shift, lin_a, lin_b, lin_c):
+    def step(w, buf, loss_sum, lr, x, y, idx, beta, xs, ys, shift, lin_a, lin_b, lin_c, dir_c, dual, last):
         if idx is not None:  # ArrayDataset.train_batch without augmentation, inside the graph
             x, y = x[idx], y[idx]
             if x.dtype == torch.uint8:
@@ -93,8 +94,16 @@ def make_local_step(sim) -> Callable:
         if rho is not None:  # AscentPerturbation.gradient with safe_unit / SynSAMPerturbation.ascent
             if xs is not None:
                 g = g * beta + flat_grad(w, xs, ys)[1] * (1.0 - beta)
+            if dir_c is not None:  # Perturbation.fused_ascent_terms: d = g + c − m
+                g = g + dir_c
+            if dual is not None:
+                g = g - dual
             n = g.norm()
             delta = torch.where(n == 0, torch.zeros_like(g), g / (n + SAM_EPS) * rho)
+            if dual is not None:  # FedSMOO's μ_i ← μ_i + ŝ − s
+                dual.add_(delta if dir_c is None else delta + dir_c)
+            if last is not None:
+                last.copy_(delta)
             _, g = flat_grad(w + delta, x, y)
         loss_sum.add_(loss)
         if clip > 0:
@@ -119,7 +128,8 @@ class FusedStep:
 
     Per step: gather the mini-batch from the uint8 training tensor and normalise it (or take the
     eagerly augmented batch), loss and flat gradient (for the ascent form: d = g, or β g + (1−β) g_ζ
-    with g_ζ the gradient on the part's second batch (FedSynSAM's synthetic set, passed in per step);
+    with g_ζ the gradient on the part's second batch (FedSynSAM's synthetic set, passed in per step),
+    plus c − m (Perturbation.fused_ascent_terms: FedTOGA's κΔ; FedSMOO's −s − μ_i with μ_i moved in place);
     δ = ρ d/(‖d‖+ε), 0 when d = 0; gradient at w + δ; loss reported at w), clipping, weight decay,
     momentum and the SGD update of the flat iterate, in place. This is the engine's loop
     (Simulation.local_train) written once more as a pure tensor function, so the per-step Python
@@ -135,6 +145,7 @@ class FusedStep:
         self.pert = sim.algo.perturbation
         self.corrections = sim.algo.corrections
         self.shifted = self.pert.fused_form() == "shifted"
+        self.ascent = self.pert.fused_form() == "ascent"
         step = make_local_step(sim)
         self._fn = compile_own(step)
         # an epoch's partial last batch (training.local_epochs) runs the same function eagerly: its
@@ -146,6 +157,7 @@ class FusedStep:
         """`steps` local steps on `w` (and the momentum buffer) in place; returns the summed loss."""
         data, pert = self.data, self.pert
         shift = pert.fused_shift(ctx) if self.shifted else None
+        terms = pert.fused_ascent_terms(ctx) if self.ascent else (None, None, None)
         lin = fused_linear(self.corrections, ctx)
         loss_sum = torch.zeros((), device=w.device, dtype=w.dtype)
         lr_t = torch.tensor(lr, device=w.device, dtype=w.dtype)
@@ -155,10 +167,10 @@ class FusedStep:
             mix = pert.fused_mix(ctx)  # drawn after the batch, as the eager part draws ζ after ξ
             beta, (xs, ys) = mix if mix is not None else (0.0, (None, None))
             if data.augment is None:
-                fn(w, buf, loss_sum, lr_t, data.train_x, data.train_y, idx, beta, xs, ys, shift, *lin)
+                fn(w, buf, loss_sum, lr_t, data.train_x, data.train_y, idx, beta, xs, ys, shift, *lin, *terms)
             else:  # augmentation draws from the client's generator: eager, as in the plain loop
                 x, y = data.train_batch(idx, gen)
-                fn(w, buf, loss_sum, lr_t, x, y, None, beta, xs, ys, shift, *lin)
+                fn(w, buf, loss_sum, lr_t, x, y, None, beta, xs, ys, shift, *lin, *terms)
         return loss_sum
 
 

@@ -62,6 +62,7 @@ class ClientsTogether:
 
         self._step = in_place
         self.shifted = sim.algo.perturbation.fused_form() == "shifted"
+        self.ascent = sim.algo.perturbation.fused_form() == "ascent"
 
     def run(self, sampled: list[int], t: int, start: torch.Tensor, down: dict, lr: float) -> list:
         sim, spec, data, pert = self.sim, self.sim.spec, self.sim.data, self.sim.algo.perturbation
@@ -75,6 +76,11 @@ class ClientsTogether:
         shift, shift_dim = _stacked([pert.fused_shift(c) if self.shifted else None for c in ctxs])
         lins = [fused_linear(sim.algo.corrections, c) for c in ctxs]
         lin_c, c_dim = _stacked([lin[2] for lin in lins])
+        terms = [pert.fused_ascent_terms(c) if self.ascent else (None, None, None) for c in ctxs]
+        dir_c, dir_dim = _stacked([t[0] for t in terms])
+        # the per-client dual and last δ as stacked copies (written back after the loop)
+        dual, dual_dim = (None, None) if terms[0][1] is None else (torch.stack([t[1] for t in terms]), 0)
+        last, last_dim = (None, None) if terms[0][2] is None else (torch.stack([t[2] for t in terms]), 0)
         for _ in range(ctxs[0].local_steps):
             idx = [s.next() for s in streams]
             mixes = [pert.fused_mix(c) for c in ctxs]  # drawn after the batch, as in the one-client loop
@@ -87,7 +93,12 @@ class ClientsTogether:
                 batches = [data.train_batch(i, g) for i, g in zip(idx, gens)]
                 x, y, idx_b, x_dim = torch.stack([b[0] for b in batches]), torch.stack([b[1] for b in batches]), None, 0
             in_dims = (0, None if buf is None else 0, 0, None, x_dim, x_dim, None if idx_b is None else 0, None,
-                       xs_dim, xs_dim, shift_dim, None, None, c_dim)
+                       xs_dim, xs_dim, shift_dim, None, None, c_dim, dir_dim, dual_dim, last_dim)
             torch.vmap(self._step, in_dims=in_dims, out_dims=None)(w, buf, loss_sum, lr_t, x, y, idx_b, beta, xs, ys,
-                                                                    shift, lins[0][0], lins[0][1], lin_c)
+                                                                    shift, lins[0][0], lins[0][1], lin_c,
+                                                                    dir_c, dual, last)
+        for i, t in enumerate(terms):  # the per-client duals and last δ from their stacked copies
+            for mine, stacked in ((t[1], dual), (t[2], last)):
+                if mine is not None:
+                    mine.copy_(stacked[i])
         return [sim.finish_client(ctx, w[i].clone(), loss_sum[i]) for i, ctx in enumerate(ctxs)]

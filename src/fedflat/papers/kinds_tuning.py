@@ -153,6 +153,23 @@ def grid_choice(m: dict) -> dict:
     return out
 
 
+def grid_edges(df, method: str, param: str, value, row: str) -> list[str]:
+    """The keys whose chosen value lies on the edge of a grid of 3 or more values ("lr at the top"): the
+    best setting may lie outside the grid. Two-point grids are not flagged (every choice is an edge)."""
+    own = df[df["method"] == method]
+    grids = {param: sorted(own["value"].unique())}
+    for params in own["row_params"].unique():
+        for k, v in json.loads(params).items():
+            grids.setdefault(k, set()).add(v)
+    picked = {param: value, **json.loads(own[own["row"] == row].iloc[0]["row_params"])}
+    out = []
+    for key, vals in grids.items():
+        vals = sorted(vals)
+        if len(vals) >= 3 and picked[key] in (vals[0], vals[-1]):
+            out.append(f"{key} at the {'top' if picked[key] == vals[-1] else 'bottom'}")
+    return out
+
+
 def render_grid(m: dict, out_base: Path):
     df = _scores(m)
     mean = _means(df)
@@ -166,7 +183,8 @@ def render_grid(m: dict, out_base: Path):
             table.loc[(meth, row), b[1]] = f"**{table.loc[(meth, row), b[1]]}**"
         text = "" if meth in seen else "—" if b is None else (
             setting_text({m["param"]: b[1]}) + (f", {b[0]}" if b[0] else "") if joint else f"{b[1]:g}")
-        chosen_col.append(text)
+        edges = [] if b is None or meth in seen else grid_edges(df, meth, m["param"], b[1], b[0])
+        chosen_col.append(text + (f" ({'; '.join(edges)} of its grid)" if edges else ""))
         seen.add(meth)
     table[f"chosen {m['param']}" if not joint else "chosen"] = chosen_col
     if joint:
@@ -178,7 +196,8 @@ def render_grid(m: dict, out_base: Path):
     seeds = sorted(df["seed"].unique().tolist())
     caption = (f"Validation accuracy (%, {m['metric']}, mean over seeds {seeds}) on samples held out of the training "
                f"clients; the test split is never used. Bold: the chosen {m['param']} "
-               f"{'and setting ' if joint else ''}(highest mean).")
+               f"{'and setting ' if joint else ''}(highest mean). \"at the top/bottom of its grid\": a choice on the edge "
+               f"of a grid of 3 or more values, so the best value may lie outside it.")
     if m.get("note"):
         caption += " " + m["note"]
     write_text(out_base.with_suffix(".md"), f"# {m['title']}\n\n{table.to_markdown(disable_numparse=True)}\n\n{caption}\n")
