@@ -70,7 +70,7 @@ def client_round(sim, t: int = 40):
 
 
 def path_of(sim) -> str:
-    from fedflat.fl.fast import fused_blocker
+    from fedflat.fl.fused import fused_blocker
 
     return "eager" if sim.backend == "eager" else ("fused" if fused_blocker(sim) is None else "per-call")
 

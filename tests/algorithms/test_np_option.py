@@ -91,7 +91,7 @@ def test_compiled_fused_step_refuses_the_option():
     """The fused compile path hard-codes the fresh-gradient SAM step: with np_mode it must fall back."""
     from types import SimpleNamespace
 
-    from fedflat.fl.fast import fused_blocker
+    from fedflat.fl.fused import fused_blocker
     sim = lambda hp: SimpleNamespace(backend="compile", algo=build_algorithm("fedsam", hp))
     assert fused_blocker(sim({})) is None
     assert "np_mode" in fused_blocker(sim({"np_mode": "N"}))

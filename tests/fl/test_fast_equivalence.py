@@ -17,7 +17,8 @@ from fedflat.algorithms import PRESETS
 from fedflat.errors import ConfigError
 from fedflat.fl.engine import Simulation
 from fedflat.fl.evaluate import evaluate
-from fedflat.fl.fast import _COMPILED_FORWARD, AUTO_MIN_STEPS, compile_blocker, fused_blocker, resolve_backend
+from fedflat.fl.fast import _COMPILED_FORWARD, AUTO_MIN_STEPS, compile_blocker, resolve_backend
+from fedflat.fl.fused import fused_blocker
 from fedflat.fl.flat import FlatModel
 from fedflat.spec import RunSpec, check_training
 from fl.fast_helpers import CLIENTS, Q4, SYN_HP, _problem, _sim, _with_synthetic_set

@@ -25,8 +25,8 @@ from ..util.malloc import tune_allocator
 from .batches import BatchStream, sample_clients, torch_generator
 from .client_store import ClientStateStore
 from .evaluate import evaluate
-from .fast import fused_step, make_grad_at, resolve_backend
-from .fused import step_blocker
+from .fast import make_grad_at, resolve_backend
+from .fused import fused_step, step_blocker
 from .flat import FlatModel
 from .hooks import COMPRESSORS, ROUND_HOOKS
 from .metrics import MetricsLog, Progress

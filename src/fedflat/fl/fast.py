@@ -210,4 +210,3 @@ def make_grad_at(backend: str, fm: FlatModel, extra_loss=None) -> GradAt:
     return lambda point, batch: fm.grad_at(point, batch[0], batch[1], extra_loss)
 
 
-from .fused import FusedStep, fused_blocker, fused_step  # noqa: E402,F401  (the whole-step graph; needs the above)
