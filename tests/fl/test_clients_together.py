@@ -14,7 +14,8 @@ from fl.fast_helpers import Q4, SYN_HP, _sim, _with_synthetic_set
     ("mlp", "fedavg", {}, False), ("cnn_small", "fedsam", {"rho": 0.5}, True),
     ("mlp", "fedsynsam", SYN_HP, False), ("mlp", "fedsynsam", {**SYN_HP, "syn_batch": 2}, False),
     ("mlp", "fedlesam_s", {"rho": 0.5, "lesam_dir": "global"}, False), ("mlp", "feddyn", {"alpha": 0.5}, False),
-    ("mlp", "fedsmoo", {"rho": 0.5, "alpha": 0.5}, False), ("mlp", "fedtoga", {"rho": 0.5, "alpha": 0.5}, False)])
+    ("mlp", "fedsmoo", {"rho": 0.5, "alpha": 0.5}, False), ("mlp", "fedtoga", {"rho": 0.5, "alpha": 0.5}, False),
+    ("mlp", "fedasam", {"rho": 0.5}, False)])
 def test_clients_together_match_one_at_a_time(tmp_path, model, algorithm, hp, augment):
     one = _sim(tmp_path / "one", model, algorithm, "eager", hp, augment, uplink=Q4)
     vm = _sim(tmp_path / "vm", model, algorithm, "eager", hp, augment, uplink=Q4, vmap_clients=True)
@@ -31,7 +32,7 @@ def test_clients_together_match_one_at_a_time(tmp_path, model, algorithm, hp, au
 
 
 def test_uncovered_runs_fall_back_and_the_option_is_not_in_the_run_id(tmp_path):
-    assert "not fused" in together_blocker(_sim(tmp_path / "a", "mlp", "fedasam", "eager", vmap_clients=True))
+    assert "not fused" in together_blocker(_sim(tmp_path / "a", "mlp", "proj_l2", "eager", vmap_clients=True))
     assert "local_epochs" in together_blocker(_sim(tmp_path / "b", "mlp", "fedavg", "eager", vmap_clients=True,
                                                    local_epochs=1, batch_size=3))
     assert clients_together(_sim(tmp_path / "c", "mlp", "fedavg", "eager")) is None

@@ -4,8 +4,8 @@ Tiny image problem (1x6x6, 3 classes; fl/fast_helpers.py), 3 clients, rounds of 
 clipping, weight decay and momentum on, so every term of the local step runs through the compiled
 gradient. Parts with a fused form run as one compiled graph per step (fl/fused.py FusedStep: batch
 gather and normalisation inside, or an eagerly augmented batch): FedAvg, FedSAM, FedSynSAM's mixed
-ascent, shifted points (FedLESAM) and linear corrections (FedProx, SCAFFOLD, FedDyn, ...); others
-(FedASAM) go through the per-call CompiledGrad.
+ascent, FedASAM's adaptive ascent, FedSMOO's and FedTOGA's corrected ascents, shifted points (FedLESAM) and
+linear corrections (FedProx, SCAFFOLD, FedDyn, ...); others (local Nesterov) go through the per-call CompiledGrad.
 """
 import copy
 
@@ -30,7 +30,7 @@ EPOCHS = {"local_epochs": 1, "batch_size": 3}  # 8 samples per client: batches o
     ("mlp", "fedavg", {}, False, True, {}), ("mlp", "fedsam", {"rho": 0.5}, False, True, {}),
     ("cnn_small", "fedsam", {"rho": 0.5}, True, True, {}), ("linear", "fedprox", {"mu": 0.5}, False, True, {}),
     ("mlp", "fedsam", {"rho": 0.5}, False, True, EPOCHS), ("linear", "fedprox", {"mu": 0.5}, False, True, EPOCHS),
-    ("linear", "fedasam", {"rho": 0.5}, False, False, {})])
+    ("linear", "fedasam", {"rho": 0.5}, False, True, {}), ("linear", "fedlnag", {}, False, False, {})])
 def test_compile_matches_eager_after_a_round(tmp_path, model, algorithm, hp, augment, fused, tr):
     eager = _sim(tmp_path, model, algorithm, "eager", hp, augment, **tr)
     fast = _sim(tmp_path, model, algorithm, "compile", hp, augment, **tr)
@@ -94,7 +94,8 @@ def test_fused_step_with_a_compressed_uplink_matches_eager(tmp_path, algorithm, 
     ("fedlesam_s", {"rho": 0.5, "lesam_dir": "global"}, "scaffold"),
     ("fedsmoo", {"rho": 0.5, "alpha": 0.5}, "fedspeed"),  # dual-corrected ascent: d = g − μ_i − s, μ_i moves
     ("fedsmoo", {"rho": 0.5, "alpha": 0.5, "smoo_upload": "mu"}, "fedspeed"),
-    ("fedtoga", {"rho": 0.5, "alpha": 0.5, "kappa": 1.0, "beta": 0.8}, "fedspeed")])  # d = g + κΔ; g + βΔ
+    ("fedtoga", {"rho": 0.5, "alpha": 0.5, "kappa": 1.0, "beta": 0.8}, "fedspeed"),
+    ("fedasam", {"rho": 0.5, "asam_eta": 0.2}, "fedsam"), ("fedasam", {"rho": 0.5, "asam_eta": 0.0}, "fedsam")])  # d = g + κΔ; g + βΔ
 def test_fused_corrections_and_shifted_points_match_eager(tmp_path, algorithm, hp, base):
     """Two rounds (control variates, duals and server momenta are non-zero in round 2) under Q4 uplinks;
     `base` is the same algorithm without the fused term, so a dropped term would show."""
@@ -157,8 +158,8 @@ def test_auto_stays_eager_without_a_cxx_compiler(monkeypatch):
 def test_auto_compiles_long_runs_where_the_step_fuses_or_the_model_convolves(tmp_path):
     long = {"rounds": AUTO_MIN_STEPS}  # 3 clients x 3 steps per round
     assert _sim(tmp_path / "a", "mlp", "fedsam", "auto", {"rho": 0.5}, **long).backend == "compile"  # fused
-    assert _sim(tmp_path / "b", "mlp", "fedasam", "auto", **long).backend == "eager"  # per-call, GEMM-bound MLP
-    assert _sim(tmp_path / "c", "cnn_small", "fedasam", "auto", **long).backend == "compile"  # per-call, convolutions
+    assert _sim(tmp_path / "b", "mlp", "fedlnag", "auto", **long).backend == "eager"  # per-call, GEMM-bound MLP
+    assert _sim(tmp_path / "c", "cnn_small", "fedlnag", "auto", **long).backend == "compile"  # per-call, convolutions
     assert _sim(tmp_path / "d", "mlp", "fedsam", "auto", {"rho": 0.5}).backend == "eager"  # 9 steps: no pay-back
     assert check_training({})["backend"] == "auto"
 
@@ -191,7 +192,7 @@ def test_fused_step_only_for_plain_parts(tmp_path):
     orig = sim.algo.perturbation.gradient
     sim.algo.perturbation.gradient = lambda *a: orig(*a)  # an analysis hook wrapping the part
     assert "hook" in fused_blocker(sim)
-    assert "not fused" in fused_blocker(_sim(tmp_path / "asam", "mlp", "fedasam", "compile"))
+    assert "not fused" in fused_blocker(_sim(tmp_path / "proj", "mlp", "proj_l2", "compile"))
     assert "TOGA" in fused_blocker(_sim(tmp_path / "toga", "mlp", "fedtoga", "compile", {"toga_mode": "N"}))
     assert "np_mode" in fused_blocker(_sim(tmp_path / "smoo", "mlp", "fedsmoo_np", "compile"))
     assert "LocalNesterov" in fused_blocker(_sim(tmp_path / "lnag", "mlp", "fedlnag", "compile"))

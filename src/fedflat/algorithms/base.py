@@ -224,6 +224,10 @@ class Perturbation(Part):
         """δ of the "shifted" form (read once per client, after client_begin)."""
         raise NotImplementedError
 
+    def fused_adaptive(self) -> Optional[float]:
+        """η of ASAM's scaling T_w = |w| + η in the "ascent" form (δ = ρ T_w² d/‖T_w d‖), or None."""
+        return None
+
     def fused_ascent_terms(self, ctx: ClientContext) -> tuple[Optional[Tensor], Optional[Tensor], Optional[Tensor]]:
         """(c, m, last) of the "ascent" form, read once per client after client_begin: the direction is
         d = g + c − m (c fixed for the round: FedTOGA's κΔ, FedSMOO's −s); m, where given, is a per-client

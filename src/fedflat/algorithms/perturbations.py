@@ -128,6 +128,12 @@ class ASAMPerturbation(AscentPerturbation):
             return torch.zeros_like(w)
         return td.mul_(t).mul_(self.rho / (n + SAM_EPS))
 
+    def fused_form(self):
+        return "ascent" if self.rho != 0.0 else "plain"
+
+    def fused_adaptive(self):
+        return float(self.asam_eta)
+
 
 class _GlobalDeltaUser:
     """Mixin for parts that read FedTOGA's global update Δ (kept in global_delta.py)."""

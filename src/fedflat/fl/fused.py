@@ -24,7 +24,7 @@ def _declared(part, decl: str, uses: tuple[str, ...]) -> bool:
 
 
 _PERT_USES = ("gradient", "direction", "ascent", "after_ascent", "neighbour_mode", "fused_mix", "fused_shift",
-              "fused_ascent_terms")
+              "fused_ascent_terms", "fused_adaptive")
 
 
 def fused_blocker(sim) -> Optional[str]:
@@ -78,6 +78,7 @@ def make_local_step(sim) -> Callable:
 
     spec, data, pert = sim.spec, sim.data, sim.algo.perturbation
     rho = float(pert.rho) if pert.fused_form() == "ascent" else None
+    eta = pert.fused_adaptive() if rho is not None else None  # ASAM's T_w = |w| + η
     clip, wd, mom = float(spec.clip_grad_norm), float(spec.weight_decay), float(spec.local_momentum)
     mean, std = data.mean, data.std
     flat_grad = make_flat_grad(sim.fm)
@@ -98,8 +99,14 @@ def make_local_step(sim) -> Callable:
                 g = g + dir_c
             if dual is not None:
                 g = g - dual
-            n = g.norm()
-            delta = torch.where(n == 0, torch.zeros_like(g), g / (n + SAM_EPS) * rho)
+            if eta is None:
+                n = g.norm()
+                delta = torch.where(n == 0, torch.zeros_like(g), g / (n + SAM_EPS) * rho)
+            else:  # ASAMPerturbation.ascent: δ = ρ T (T d)/‖T d‖
+                t = w.abs() + eta
+                td = t * g
+                n = td.norm()
+                delta = torch.where(n == 0, torch.zeros_like(g), td * t * (rho / (n + SAM_EPS)))
             if dual is not None:  # FedSMOO's μ_i ← μ_i + ŝ − s
                 dual.add_(delta if dir_c is None else delta + dir_c)
             if last is not None:
@@ -130,7 +137,7 @@ class FusedStep:
     eagerly augmented batch), loss and flat gradient (for the ascent form: d = g, or β g + (1−β) g_ζ
     with g_ζ the gradient on the part's second batch (FedSynSAM's synthetic set, passed in per step),
     plus c − m (Perturbation.fused_ascent_terms: FedTOGA's κΔ; FedSMOO's −s − μ_i with μ_i moved in place);
-    δ = ρ d/(‖d‖+ε), 0 when d = 0; gradient at w + δ; loss reported at w), clipping, weight decay,
+    δ = ρ d/(‖d‖+ε), or ASAM's ρ T² d/‖T d‖ with T = |w| + η (Perturbation.fused_adaptive), 0 when d = 0; gradient at w + δ; loss reported at w), clipping, weight decay,
     momentum and the SGD update of the flat iterate, in place. This is the engine's loop
     (Simulation.local_train) written once more as a pure tensor function, so the per-step Python
     dispatch of the two dozen small ops (indexing, normalisation, norms, the update) disappears;
