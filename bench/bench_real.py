@@ -66,7 +66,10 @@ def build(workload: str, algorithm: str, backend: str, steps: int, clients: int,
 def client_round(sim, t: int = 40):
     """One client's round per call (local steps + quantized uplink), cycling through the clients."""
     cid = iter(range(10**9))
-    return lambda: sim.local_train(next(cid) % sim.spec.num_clients, t, sim.srv.theta, {}, sim.lr_at(t))
+    down: dict = {}
+    for p in sim.algo.parts:  # what the server sends down (FedSMOO's s, FedTOGA's Δ, ...), as in a round
+        down.update(p.downlink(sim.srv))
+    return lambda: sim.local_train(next(cid) % sim.spec.num_clients, t, sim.srv.theta, down, sim.lr_at(t))
 
 
 def path_of(sim) -> str:
