@@ -90,7 +90,7 @@ def test_tiny_study_expands_the_tuning_grid_on_a_validation_split():
     assert len(study.experiments) == len(lb["methods"])  # one tuning experiment per method (one tuning partition)
     fedsam = study.experiments["tune_dir0p3_fedsam"]
     specs = [study.runs[r] for r, _ in fedsam]
-    assert {(s.training["lr"], s.hparams["rho"]) for s in specs} == {(lr, r) for lr in (0.03, 0.1, 0.3) for r in (0.01, 0.05, 0.1, 0.5)}
+    assert {(s.training["lr"], s.hparams["rho"]) for s in specs} == {(lr, r) for lr in (0.03, 0.1, 0.3, 1.0) for r in (0.01, 0.05, 0.1, 0.5)}
     for rid in study.runs:  # every tuning run: validation split, the shorter horizon (scaled), the tuning seed
         s = study.runs[rid]
         assert s.training["holdout"] == 0.1 and s.training["rounds"] == 5 and s.seed == 0 and s.partition == "dir0.3-norep"
@@ -124,7 +124,7 @@ def test_plan_counts_the_runs_of_the_full_config():
     for m, g in methods.items():
         for v in g.values():
             grid[m] *= len(v)
-    assert est["tuning"]["runs"] == sum(3 * n for n in grid.values())  # lr grid of 3 x each method's grid, seed 0
+    assert est["tuning"]["runs"] == sum(4 * n for n in grid.values())  # lr grid of 4 x each method's grid, seed 0
     assert est["final"]["runs"] == len(methods) * 3 * 3  # methods x partitions x seeds
     assert est["methods"] == len(methods) and 0 < est["total"]["wall_h"] < 12  # one night on 2 cores
     assert provisional_choice(prepare(copy.deepcopy(cfg))[1])["partitions"].keys() == {"dir0.3"}

@@ -13,7 +13,7 @@ config/leaderboard.yaml is a study config whose `leaderboard:` section stands in
       rounds: 50                # the shorter horizon
       holdout: 0.1              # validation split carved from every client's training samples (never test)
       metric: last10_acc        # selection criterion on the validation split
-      lr: [0.03, 0.1, 0.3]      # the local-lr grid, the same for every method
+      lr: [0.03, 0.1, 0.3, 1.0]  # the local-lr grid, the same for every method
       budget: 4                 # at most this many points in a method's own grid (the product of its lists)
     methods:                    # every preset that trains one global model, with its key hyperparameters' grid
       fedavg: {}
