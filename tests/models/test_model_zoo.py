@@ -1,6 +1,8 @@
 """Paper models: parameter counts against the papers' stated sizes, shapes, variants, bad kwargs."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -104,3 +106,13 @@ def test_all_paper_models_registered():
     for n in ["lenet5", "cnn_fedavg", "convnet_synsam", "mlp2", "vgg11", "resnet18", "resnet10", "char_lstm",
               "vit_small", "vit_b16_pretrained", "swin_s_pretrained", "swin_b_pretrained"]:
         assert n in MODELS
+
+
+def test_mlp_training_jobs_take_one_thread_and_others_the_study_s():
+    """workflow/rules/train.smk asks job_threads for each run's threads; every named model exists."""
+    from fedflat.models.registry import MODELS, SINGLE_THREAD_MODELS, job_threads
+
+    assert SINGLE_THREAD_MODELS <= set(MODELS.names())
+    assert job_threads("mlp2", 2) == 1 and job_threads("mlp", 4) == 1
+    assert job_threads("lenet5", 2) == 2 and job_threads("convnet_synsam", 3) == 3 and job_threads("resnet18", 1) == 1
+    assert "job_threads(STUDY.runs[wc.run].model, THREADS)" in (Path(__file__).parents[2] / "workflow/rules/train.smk").read_text()
