@@ -234,7 +234,8 @@ class SMOOPerturbation(AscentPerturbation):
         return "ascent" if self.rho != 0.0 else "plain"
 
     def fused_ascent_terms(self, ctx):
-        ctx.scratch["smoo_last"] = last = torch.empty_like(ctx.state["smoo_mu"])  # the fused step writes each δ
+        # the fused step writes each δ here; zeros until then, so a client with no step uploads μ_i as eager does
+        ctx.scratch["smoo_last"] = last = torch.zeros_like(ctx.state["smoo_mu"])
         return -ctx.down["smoo_s"], ctx.state["smoo_mu"], last
 
     def client_end(self, ctx, w):

@@ -8,10 +8,10 @@ writes the engine's local step once more as a tensor function (tested against th
            into the flat gradient buffer (parameters and gradients are views, so no per-tensor
            copies and the optimizer step is one vector op).
   compile  Parts with a fused form (fused_blocker finds nothing: FedAvg, FedSAM, FedSynSAM, the
-           FedLESAM/FedNSAM shifted points, FedSMOO's and FedTOGA's corrected ascents, linear
-           corrections such as SCAFFOLD and FedDyn, any uplink compression): the whole local step is one compiled graph (FusedStep: batch
-           gather and normalisation, gradient(s), clipping, corrections, weight decay, momentum,
-           the SGD update). Other parts: torch.compile of torch.func.grad_and_value over
+           FedLESAM/FedNSAM shifted points, FedASAM's, FedSMOO's and FedTOGA's ascents, linear
+           corrections such as SCAFFOLD and FedDyn, any uplink compression): the whole local step
+           is one compiled graph (FusedStep: batch gather and normalisation, gradient(s),
+           clipping, corrections, weight decay, momentum, the SGD update). Other parts: torch.compile of torch.func.grad_and_value over
            functional_call per grad_at call (CompiledGrad), parameters taken as views of the flat
            point and the gradient returned as one flat vector. Evaluation (eval mode under
            inference_mode) goes through a compiled forward. Measured on the 2-core CPU

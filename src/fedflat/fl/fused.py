@@ -136,8 +136,9 @@ class FusedStep:
     Per step: gather the mini-batch from the uint8 training tensor and normalise it (or take the
     eagerly augmented batch), loss and flat gradient (for the ascent form: d = g, or β g + (1−β) g_ζ
     with g_ζ the gradient on the part's second batch (FedSynSAM's synthetic set, passed in per step),
-    plus c − m (Perturbation.fused_ascent_terms: FedTOGA's κΔ; FedSMOO's −s − μ_i with μ_i moved in place);
-    δ = ρ d/(‖d‖+ε), or ASAM's ρ T² d/‖T d‖ with T = |w| + η (Perturbation.fused_adaptive), 0 when d = 0; gradient at w + δ; loss reported at w), clipping, weight decay,
+    plus c − m (Perturbation.fused_ascent_terms: FedTOGA's κΔ; FedSMOO's −s − μ_i with μ_i moved in
+    place); δ = ρ d/(‖d‖+ε), or ASAM's ρ T² d/‖T d‖ with T = |w| + η (Perturbation.fused_adaptive), 0
+    when d = 0; gradient at w + δ; loss reported at w), clipping, weight decay,
     momentum and the SGD update of the flat iterate, in place. This is the engine's loop
     (Simulation.local_train) written once more as a pure tensor function, so the per-step Python
     dispatch of the two dozen small ops (indexing, normalisation, norms, the update) disappears;
