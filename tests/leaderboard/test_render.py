@@ -23,17 +23,18 @@ def _write_run(d: Path, spec, acc: float | None, seed: int):
     rounds = 10
     a = None if acc is None and seed == 1 else (acc if acc is not None else 0.5) + 0.001 * seed
     curve = np.linspace(0.1, a or 0.1, rounds)
+    ok = a is not None
+    blowup = 1e30 if not ok else 1.0  # a diverged run's last rounds: exploding flatness and curvature
     m = pd.DataFrame({"round": range(1, rounds + 1), "test_acc": curve, "clients": 2,
                       "up_bytes": 8.0 * 100, "down_bytes": 8.0 * 100 * (2 if spec.algorithm == "fednsam" else 1),
                       "grad_evals": 2 * 5 * (2 if spec.algorithm == "fedsam" else 1),
-                      "flatness_distance": {"fedavg": 1.0, "fedsam": 0.5, "fednsam": 0.1}[spec.algorithm]})
+                      "flatness_distance": blowup * {"fedavg": 1.0, "fedsam": 0.5, "fednsam": 0.1}[spec.algorithm]})
     m.to_csv(d / "metrics.csv", index=False)
-    ok = a is not None
     (d / "summary.json").write_text(json.dumps({
-        "status": "completed" if ok else "diverged", "final_acc": a, "last10_acc": a, "wall_time": 12.0,
-        "grad_evals_per_step": 2 if spec.algorithm == "fedsam" else 1}))
-    (d / "hessian.json").write_text(json.dumps({"lambda_max": {"fedavg": 9.0, "fedsam": 3.0, "fednsam": 5.0}[spec.algorithm],
-                                                "trace": 100.0}))
+        "status": "completed" if ok else "diverged", "final_acc": a, "last10_acc": a,
+        "wall_time": 12.0 if ok else 1.0, "grad_evals_per_step": 2 if spec.algorithm == "fedsam" else 1}))
+    lam = {"fedavg": 9.0, "fedsam": 3.0, "fednsam": 5.0}[spec.algorithm]
+    (d / "hessian.json").write_text(json.dumps({"lambda_max": blowup * lam, "trace": blowup * 100.0}))
 
 
 @pytest.fixture
@@ -60,13 +61,17 @@ def test_table_ranks_per_partition_and_states_the_protocol(study, tmp_path):
     assert rank[("iid", "FedNSAM")] == 1 and rank[("iid", "FedSAM")] == 2 and rank[("iid", "FedAvg")] == 3
     assert rank[("dir0.3", "FedSAM")] == 1 and rank[("dir0.3", "FedNSAM")] == 2
     assert rank[("dir0.1", "FedSAM")] == 3  # a diverged seed: no mean, ranked last
+    sam = csv[(csv.partition == "dir0.1") & (csv.method == "FedSAM")].iloc[0]
+    assert np.isnan(sam.final_acc) and sam.diverged == 1 and sam.ok_acc == pytest.approx(50.0)
+    # the blown-up seed stays out of the method's curvature, flatness and wall time
+    assert sam.lambda_max == 3.0 and sam.trace == 100.0 and sam.flatness == 0.5 and sam.wall_time == 12.0
     row = csv[(csv.partition == "iid") & (csv.method == "FedAvg")].iloc[0]
     assert row.final_acc == pytest.approx(80.05) and row.final_std == pytest.approx(0.05)
     assert row.up_floats == pytest.approx(100.0) and row.lambda_max == 9.0 and row.wall_time == 12.0
     assert csv[(csv.partition == "iid") & (csv.method == "FedNSAM")].iloc[0].down_floats == pytest.approx(200.0)
     md = (tmp_path / "results/leaderboard/leaderboard.md").read_text()
     assert "held out from the training set" in md and "never the test split" in md
-    assert "lr=0.1, ρ=0.1, λ=0.9" in md and "diverged" in md and "PerFedAvg (personalised FL" in md
+    assert "lr=0.1, ρ=0.1, λ=0.9" in md and "diverged 1/2 (others 50.00 ± 0.00)" in md and "PerFedAvg (personalised FL" in md
     assert "## Dir(0.1)" in md and "\\begin{table}" in (tmp_path / "results/leaderboard/leaderboard.tex").read_text()
 
 

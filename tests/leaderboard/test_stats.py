@@ -39,3 +39,21 @@ def test_rank_correlations_and_their_bootstrap_interval():
     lo, hi = bootstrap_ci(a, b, reps=500)
     assert lo < spearman(a, b) < hi and lo < 0 < hi  # independent: the interval covers 0
     assert math.isnan(spearman([1.0, 1.0, 1.0, 1.0], [1.0, 2.0, 3.0, 4.0]))  # undefined, not 0
+
+
+def test_the_correlation_says_how_many_methods_it_rests_on():
+    from fedflat.leaderboard.figures import _n_text
+
+    x = [1.0, 2.0, float("nan"), 4.0]  # the third method has no curvature (its Hessian is missing)
+    y = [80.0, float("nan"), 70.0, 75.0]  # the second has a diverged seed: no mean accuracy
+    assert _n_text(x, y) == "n = 2, 1 with a diverged seed left out"
+    assert _n_text([1.0, 2.0], [3.0, 4.0]) == "n = 2"
+
+
+def test_the_fair_subset_is_the_methods_at_the_most_common_lr():
+    from fedflat.leaderboard.figures import common_lr
+
+    chosen = {"A": {"lr": 0.3}, "B": {"lr": 0.1}, "C": {"lr": 0.3}, "D": None}  # D: no working setting
+    modal, same = common_lr(["A", "B", "C", "D"], chosen)
+    assert modal == 0.3 and same.tolist() == [True, False, True, False]
+    assert common_lr(["A", "B"], chosen)[0] == 0.1  # a tie goes to the smaller lr

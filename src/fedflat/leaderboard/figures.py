@@ -42,10 +42,11 @@ def _cost_axis(ax, values, unit: str = "") -> None:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
 
 
-def _dot(ax, x, y, label: str) -> None:
-    marker = marker_for(label)
-    ax.scatter(x, y, color=color_for(label), marker=marker, s=70 if marker in "*pPhX" else 34, edgecolor="white",
-               linewidth=0.4, zorder=3)
+def _dot(ax, x, y, label: str, hollow: bool = False) -> None:
+    marker, c = marker_for(label), color_for(label)
+    ax.scatter(x, y, marker=marker, s=70 if marker in "*pPhX" else 34, zorder=3,
+               **({"facecolor": "none", "edgecolor": c, "linewidth": 1.0} if hollow
+                  else {"color": c, "edgecolor": "white", "linewidth": 0.4}))
 
 
 def pareto(m: dict, outs, cost: str, xlabel: str, unit: str = "") -> None:
@@ -85,6 +86,22 @@ def _corr_text(x, y, stat=spearman, name: str = "Spearman ρ") -> str:
     return f"{name} = {r:.2f} [{lo:.2f}, {hi:.2f}]"
 
 
+def _n_text(x, y) -> str:
+    """How many methods the correlation rests on, and how many had no mean (a diverged seed)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    n, out = int((~(np.isnan(x) | np.isnan(y))).sum()), int(np.isnan(y).sum())
+    return f"n = {n}" + (f", {out} with a diverged seed left out" if out else "")
+
+
+def common_lr(methods, chosen: dict):
+    """The lr most methods chose (ties: the smaller) and which of `methods` chose it."""
+    import pandas as pd
+
+    lr = pd.Series(list(methods)).map(lambda meth: (chosen.get(meth) or {}).get("lr"))
+    modal = lr.mode().min() if lr.notna().any() else None
+    return modal, (lr == modal).to_numpy()
+
+
 def flatness_vs_accuracy(m: dict, outs) -> None:
     """λ_max and the flatness distance against test accuracy across methods, per partition, with the Spearman
     rank correlation and its 95 % bootstrap interval (resampling methods)."""
@@ -93,22 +110,27 @@ def flatness_vs_accuracy(m: dict, outs) -> None:
     apply_style()
     agg = _agg(m, hessian=True)
     parts = m["partitions"]
-    cols = (("lambda_max", "λ_max of the final model (Hessian of the training loss)"),
-            ("flatness", "flatness distance (FedNSAM Def. 1, mean over rounds)"))
-    fig, axes = plt.subplots(len(parts), 2, figsize=(7.2, 2.9 * len(parts)), squeeze=False)
+    cols = (("lambda_max", "λ_max of the final model"), ("flatness", "flatness distance (mean over rounds)"))
+    fig, axes = plt.subplots(len(parts), 2, figsize=(8.4, 3.2 * len(parts)), squeeze=False)
     for i, p in enumerate(parts):
         d = agg[(agg["partition"] == p)]
+        modal, same = common_lr(d["method"], m["chosen"].get(p, {}))
         for j, (col, label) in enumerate(cols):
             ax = axes[i][j]
-            for _, r in d.iterrows():
-                _dot(ax, r[col], r["final_acc"], r["method"])
+            for (_, r), s in zip(d.iterrows(), same):
+                _dot(ax, r[col], r["final_acc"], r["method"], hollow=not s)
             _cost_axis(ax, d[col])
-            ax.set_title(f"{partition_title(p)}: {_corr_text(d[col].to_numpy(), d['final_acc'].to_numpy())}")
+            x, y = d[col].to_numpy(), d["final_acc"].to_numpy()
+            # the flatness distance grows with the lr, so the methods at the common lr are the fair subset
+            sub = _corr_text(x[same], y[same]) if same.sum() >= 3 and not same.all() else ""
+            ax.set_title(f"{partition_title(p)}: {_corr_text(x, y)} ({_n_text(x, y)})"
+                         + (f"\nlr = {modal:g} only: {sub} ({_n_text(x[same], y[same])})" if sub else ""), fontsize=7)
             ax.set_xlabel(label)
             ax.set_ylabel("final test accuracy (%)")
     _legend(fig, sorted(agg["method"].unique()))
-    fig.suptitle("Does a flatter global model generalise better? One point per method (mean over seeds); "
-                 "[95 % bootstrap interval over methods]", fontsize=9)
+    fig.suptitle("Does a flatter global model generalise better? One point per method (mean over seeds); λ_max: top "
+                 "eigenvalue of the training-loss Hessian;\nflatness distance: FedNSAM Def. 1; [95 % bootstrap interval "
+                 "over methods]; hollow: a method whose chosen lr is not the most common one", fontsize=8)
     save_all(fig, outs)
 
 

@@ -43,11 +43,14 @@ def load_runs(entries: list[dict], hessian: bool = True) -> pd.DataFrame:
         row = {k: e[k] for k in ("partition", "method", "preset", "seed")}
         row.update({
             "status": s["status"], "final_acc": 100 * s["final_acc"] if ok else np.nan,
-            "last10_acc": 100 * s["last10_acc"] if ok else np.nan, "wall_time": s["wall_time"],
+            "last10_acc": 100 * s["last10_acc"] if ok else np.nan,
             "grad_evals_per_step": s["grad_evals_per_step"],
             "up_floats": float((m["up_bytes"] / per_client).mean() / BYTES_PER_FLOAT),
             "down_floats": float((m["down_bytes"] / per_client).mean() / BYTES_PER_FLOAT),
-            "flatness": float(m["flatness_distance"].mean()),
+            # a diverged run stopped early on exploding weights: its wall time, flatness and curvature describe
+            # the blow-up, not the method, so they stay out of the method's means (completed seeds only)
+            "wall_time": s["wall_time"] if ok else np.nan,
+            "flatness": float(m["flatness_distance"].mean()) if ok else np.nan,
             "up_to_reach": np.nan, "grads_to_reach": np.nan, "lambda_max": np.nan, "trace": np.nan,
         })
         if ok:
@@ -56,7 +59,7 @@ def load_runs(entries: list[dict], hessian: bool = True) -> pd.DataFrame:
             row["up_to_reach"] = cost_to_reach(acc, m["up_bytes"].to_numpy(dtype=float), target)
             row["grads_to_reach"] = cost_to_reach(acc, m["grad_evals"].to_numpy(dtype=float), target)
         h = d / "hessian.json"
-        if hessian and h.exists():
+        if ok and hessian and h.exists():
             hj = json.loads(h.read_text())
             row["lambda_max"], row["trace"] = hj.get("lambda_max", np.nan), hj.get("trace") or np.nan
         rows.append(row)
@@ -65,12 +68,14 @@ def load_runs(entries: list[dict], hessian: bool = True) -> pd.DataFrame:
 
 def per_method(runs: pd.DataFrame, partitions: list[str]) -> pd.DataFrame:
     """One row per (partition, method): means over seeds (std of the final accuracy), the rank in its partition
-    by mean final accuracy. A method with a diverged seed gets no mean accuracy and ranks last."""
+    by mean final accuracy. A method with a diverged seed gets no mean accuracy and ranks last; `ok_acc` and
+    `ok_std` keep the mean and std over its completed seeds, so the table can say what the others reached."""
     cols = ["final_acc", "last10_acc", "lambda_max", "trace", "flatness", "up_floats", "down_floats",
             "grad_evals_per_step", "wall_time", "up_to_reach", "grads_to_reach"]
     g = runs.groupby(["partition", "method"], sort=False)
     out = g[cols].mean()
     out["final_std"] = g["final_acc"].std(ddof=0)
+    out["ok_acc"], out["ok_std"] = out["final_acc"], out["final_std"]  # NaN seeds are skipped: completed ones
     out["seeds"] = g.size()
     out["diverged"] = g["status"].apply(lambda s: int((s != "completed").sum()))
     out["preset"] = g["preset"].first()

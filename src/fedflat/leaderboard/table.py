@@ -29,11 +29,19 @@ def protocol_text(m: dict) -> str:
             f"split); grid, scores and choices: tuning.md.{scale}")
 
 
+def _diverged_text(r) -> str:
+    """'diverged 1/3 (others 84.21 ± 0.10)': how many seeds blew up, and what the completed ones reached."""
+    text = f"diverged {r['diverged']:g}/{r['seeds']:g}"
+    if r["diverged"] < r["seeds"]:
+        text += f" (others {r['ok_acc']:.2f} ± {r['ok_std']:.2f})"
+    return text
+
+
 def _partition_table(df: pd.DataFrame, chosen: dict) -> pd.DataFrame:
     rows = []
     for _, r in df.iterrows():
         c = chosen.get(r["method"]) or {}
-        acc = ("diverged" if r["diverged"] else f"{r['final_acc']:.2f} ± {r['final_std']:.2f}")
+        acc = _diverged_text(r) if r["diverged"] else f"{r['final_acc']:.2f} ± {r['final_std']:.2f}"
         rows.append({"Rank": _num(r["rank"], "{:g}"), "Method": r["method"], "Final acc (%)": acc,
                      "Last 10 % (%)": _num(r["last10_acc"], "{:.2f}"), "λ_max": _num(r["lambda_max"]),
                      "Tr(H)": _num(r["trace"]), "Flatness dist.": _num(r["flatness"]),
@@ -66,8 +74,9 @@ def render_leaderboard(m: dict, out_base: Path) -> pd.DataFrame:
         f"of the evaluated rounds; λ_max, Tr(H): top Hessian eigenvalue and Hutchinson trace of the training loss at "
         f"the final model; flatness dist.: FedNSAM Def. 1, mean over rounds; floats per participating client and "
         f"round; grad evals/step: mini-batch gradient evaluations per local step; wall time per run on the machine "
-        f"that ran it. A method with a diverged seed has no mean and ranks last. Pareto figures: cost until a run "
-        f"first reaches {100 * REACH:g} % of its own final accuracy.\n\n"
+        f"that ran it. A method with a diverged seed has no mean and ranks last (\"diverged k/n\": k of its n "
+        f"seeds; the others' mean ± std in brackets); its curvature, flatness and wall time average its completed "
+        f"seeds. Pareto figures: cost until a run first reaches {100 * REACH:g} % of its own final accuracy.\n\n"
         f"Not ranked (they do not train one global model, or are not federated): {excluded or 'none'}.\n\n"
         f"No working setting in the tuning grid (every point diverged; not run): {', '.join(dropped) or 'none'}.\n")
     write_text(out_base.with_suffix(".md"), "\n".join(sections))
