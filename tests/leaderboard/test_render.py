@@ -71,7 +71,8 @@ def test_table_ranks_per_partition_and_states_the_protocol(study, tmp_path):
     assert csv[(csv.partition == "iid") & (csv.method == "FedNSAM")].iloc[0].down_floats == pytest.approx(200.0)
     md = (tmp_path / "results/leaderboard/leaderboard.md").read_text()
     assert "held out from the training set" in md and "never the test split" in md
-    assert "lr=0.1, ρ=0.1, λ=0.9" in md and "diverged 1/2 (others 50.00 ± 0.00)" in md and "PerFedAvg (personalised FL" in md
+    assert "lr=0.1, ρ=0.1, λ=0.9" in md and "diverged 1/2 (others 50.00 ± 0.00)" in md and "## Diverged runs (1 of 18)" in md
+    assert "FedSAM (Dir(0.1) seed 1: round 10)" in md and "PerFedAvg (personalised FL" in md
     assert "## Dir(0.1)" in md and "\\begin{table}" in (tmp_path / "results/leaderboard/leaderboard.tex").read_text()
 
 

@@ -52,6 +52,7 @@ def load_runs(entries: list[dict], hessian: bool = True) -> pd.DataFrame:
             "wall_time": s["wall_time"] if ok else np.nan,
             "flatness": float(m["flatness_distance"].mean()) if ok else np.nan,
             "up_to_reach": np.nan, "grads_to_reach": np.nan, "lambda_max": np.nan, "trace": np.nan,
+            "last_round": int(m["round"].iloc[-1]) if len(m) else 0,  # where a diverged run stopped
         })
         if ok:
             target = REACH * 100 * s["last10_acc"]

@@ -37,6 +37,18 @@ def _diverged_text(r) -> str:
     return text
 
 
+def _diverged_runs(runs: pd.DataFrame, titles: dict, rounds) -> str:
+    """Every diverged final run and the round it blew up in: a late blow-up at an lr that was stable for the
+    tuning horizon is the short-horizon tuning's blind spot (docs/leaderboard.md, limits)."""
+    bad = runs[runs["status"] != "completed"]
+    head = f"## Diverged runs ({len(bad)} of {len(runs)})\n"
+    if bad.empty:
+        return head + "\nNone.\n"
+    items = [f"{meth} ({', '.join(f'{titles[r.partition]} seed {r.seed}: round {r.last_round}' for r in g.itertuples())})"
+             for meth, g in bad.sort_values(["partition", "seed"]).groupby("method", sort=True)]
+    return head + f"\nThe round (of {rounds}) in which the loss or the weights became non-finite: " + "; ".join(items) + ".\n"
+
+
 def _partition_table(df: pd.DataFrame, chosen: dict) -> pd.DataFrame:
     rows = []
     for _, r in df.iterrows():
@@ -67,6 +79,7 @@ def render_leaderboard(m: dict, out_base: Path) -> pd.DataFrame:
         t = _partition_table(agg[agg["partition"] == p], m["chosen"].get(p, {}))
         sections += [f"## {titles[p]}\n", t.to_markdown(index=False, disable_numparse=True) + "\n"]
         tex.append(t.to_latex(index=False, escape=True, caption=f"Leaderboard, {titles[p]}", label=f"tab:leaderboard_{p}"))
+    sections.append(_diverged_runs(runs, titles, m["protocol"]["training"].get("rounds")))
     dropped = sorted({meth for p in parts for meth, c in m["chosen"].get(p, {}).items() if c is None})
     excluded = "; ".join(f"{k} ({v})" for k, v in m["protocol"]["excluded"].items())
     sections.append(
