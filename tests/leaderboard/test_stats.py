@@ -57,3 +57,15 @@ def test_the_fair_subset_is_the_methods_at_the_most_common_lr():
     modal, same = common_lr(["A", "B", "C", "D"], chosen)
     assert modal == 0.3 and same.tolist() == [True, False, True, False]
     assert common_lr(["A", "B"], chosen)[0] == 0.1  # a tie goes to the smaller lr
+
+
+def test_tied_labels_move_apart_in_order_and_stay_in_bounds():
+    import numpy as np
+
+    from fedflat.leaderboard.figures import spread
+
+    y = np.array([5.0, 2.0, 5.0, 5.0, 1.0])  # three methods tied at the last rank, 5 of 5
+    v = spread(y, 1.0, 0.5, 5.5)
+    assert v[4] < v[1] < min(v[0], v[2], v[3])  # the order of distinct values is kept
+    assert np.all(np.diff(np.sort(v)) >= 1.0 - 1e-12) and v.max() <= 5.5 and v.min() >= 0.5
+    assert spread([1.0, 3.0], 1.0, 0.5, 5.5).tolist() == [1.0, 3.0]  # labels already apart do not move

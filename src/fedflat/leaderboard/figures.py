@@ -42,6 +42,21 @@ def _cost_axis(ax, values, unit: str = "") -> None:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
 
 
+def spread(y, gap: float, lo: float, hi: float) -> np.ndarray:
+    """Label positions for values `y`: the same order, at least `gap` apart, within [lo, hi] where the room
+    allows, each as near its value as a forward then a backward pass leaves it."""
+    y = np.asarray(y, dtype=float)
+    order = np.argsort(y, kind="stable")
+    v = y[order].copy()
+    for i in range(len(v)):
+        v[i] = max(v[i], lo if i == 0 else v[i - 1] + gap)
+    for i in reversed(range(len(v))):
+        v[i] = min(v[i], hi if i == len(v) - 1 else v[i + 1] - gap)
+    out = np.empty_like(v)
+    out[order] = v
+    return out
+
+
 def _dot(ax, x, y, label: str, hollow: bool = False) -> None:
     marker, c = marker_for(label), color_for(label)
     ax.scatter(x, y, marker=marker, s=70 if marker in "*pPhX" else 34, zorder=3,
@@ -65,9 +80,10 @@ def pareto(m: dict, outs, cost: str, xlabel: str, unit: str = "") -> None:
         if front:
             f = d.loc[front]
             ax.step(f[cost], f["final_acc"], where="post", color="black", lw=0.9, ls="--", zorder=2)
-            for _, r in f.iterrows():
-                ax.annotate(r["method"], (r[cost], r["final_acc"]), fontsize=6, xytext=(3, -8),
-                            textcoords="offset points")
+            lo, hi = d["final_acc"].min(), d["final_acc"].max()
+            ys = spread(f["final_acc"].to_numpy(), 0.05 * (hi - lo or 1.0), -np.inf, np.inf)  # frontier names apart
+            for (_, r), y in zip(f.iterrows(), ys):
+                ax.annotate(r["method"], (r[cost], y), fontsize=6, xytext=(3, -8), textcoords="offset points")
         _cost_axis(ax, d[cost], unit)
         ax.set_title(partition_title(p))
         ax.set_xlabel(xlabel)
@@ -148,10 +164,13 @@ def rank_stability(m: dict, outs) -> None:
     for meth, r in wide.iterrows():
         c = color_for(meth)
         ax.plot(x, r.to_numpy(), color=c, marker=marker_for(meth), ms=4, lw=1.1, alpha=0.9)
-        ax.annotate(meth, (x[0], r.iloc[0]), xytext=(-6, 0), textcoords="offset points", ha="right", va="center",
-                    fontsize=6, color=c)
-        ax.annotate(meth, (x[-1], r.iloc[-1]), xytext=(6, 0), textcoords="offset points", ha="left", va="center",
-                    fontsize=6, color=c)
+    # tied ranks (every method with a diverged seed shares the last) would print their names on top of each
+    # other: the names move apart by one rank each, the points stay where they are
+    for col, dx, ha in ((0, -0.08, "right"), (len(parts) - 1, 0.08, "left")):
+        ys = wide.iloc[:, col].to_numpy(dtype=float)
+        ok = np.isfinite(ys)
+        for meth, y in zip(wide.index[ok], spread(ys[ok], 1.0, 0.5, n + 0.5)):
+            ax.text(x[col] + dx, y, meth, ha=ha, va="center", fontsize=6, color=color_for(meth))
     ax.set_xticks(x, [partition_title(p) for p in parts])
     ax.set_xlim(-0.9, len(parts) - 0.1)
     ax.set_ylim(n + 0.5, 0.5)
