@@ -73,6 +73,10 @@ def test_table_ranks_per_partition_and_states_the_protocol(study, tmp_path):
     assert "held out from the training set" in md and "never the test split" in md
     assert "lr=0.1, ρ=0.1, λ=0.9" in md and "diverged 1/2 (others 50.00 ± 0.00)" in md and "## Diverged runs (1 of 18)" in md
     assert "FedSAM (Dir(0.1) seed 1: round 10)" in md and "PerFedAvg (personalised FL" in md
+    assert "## Does a flatter global model generalise better?" in md
+    # IID: λ_max 9 / 3 / 5 against accuracy 80 / 85 / 90 (FedAvg, FedSAM, FedNSAM) -> ranks (3,1,2) vs (1,2,3)
+    flat = " ".join(md.split())  # markdown pads its cells
+    assert "| IID | λ_max of the final model | all | 3 | -0.50 [" in flat and "| 2 | undefined |" in flat
     assert "## Dir(0.1)" in md and "\\begin{table}" in (tmp_path / "results/leaderboard/leaderboard.tex").read_text()
 
 

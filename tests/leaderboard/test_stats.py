@@ -42,16 +42,18 @@ def test_rank_correlations_and_their_bootstrap_interval():
 
 
 def test_the_correlation_says_how_many_methods_it_rests_on():
-    from fedflat.leaderboard.figures import _n_text
+    from fedflat.leaderboard.flatness import correlation, correlation_text
 
-    x = [1.0, 2.0, float("nan"), 4.0]  # the third method has no curvature (its Hessian is missing)
-    y = [80.0, float("nan"), 70.0, 75.0]  # the second has a diverged seed: no mean accuracy
-    assert _n_text(x, y) == "n = 2, 1 with a diverged seed left out"
-    assert _n_text([1.0, 2.0], [3.0, 4.0]) == "n = 2"
+    x = [1.0, 2.0, float("nan"), 4.0, 3.0]  # the third method has no curvature (its Hessian is missing)
+    y = [80.0, float("nan"), 70.0, 79.0, 75.0]  # the second has a diverged seed: no mean accuracy
+    c = correlation(x, y)
+    assert c["n"] == 3 and c["left_out"] == 1 and c["r"] == pytest.approx(-0.5)  # ranks (1,3,2) vs (3,2,1)
+    assert correlation_text(c).endswith("(n = 3, 1 with a diverged seed left out)")
+    assert correlation_text(correlation([1.0, 2.0, 3.0], [3.0, 4.0, 5.0])) == "Spearman ρ = 1.00 [1.00, 1.00] (n = 3)"
 
 
 def test_the_fair_subset_is_the_methods_at_the_most_common_lr():
-    from fedflat.leaderboard.figures import common_lr
+    from fedflat.leaderboard.flatness import common_lr
 
     chosen = {"A": {"lr": 0.3}, "B": {"lr": 0.1}, "C": {"lr": 0.3}, "D": None}  # D: no working setting
     modal, same = common_lr(["A", "B", "C", "D"], chosen)

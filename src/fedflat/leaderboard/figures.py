@@ -1,13 +1,12 @@
 """The leaderboard's figures: one panel per partition, one colour and marker per method (report/style.py)."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..report.style import apply_style, color_for, marker_for, save_all
+from .flatness import MEASURES, common_lr, correlation, correlation_text, flatness_correlations
 from .results import REACH, load_runs, partition_title, per_method
-from .stats import bootstrap_ci, kendall, pareto_front, spearman
+from .stats import kendall, pareto_front
 
 
 def _agg(m: dict, hessian: bool = False):
@@ -94,28 +93,8 @@ def pareto(m: dict, outs, cost: str, xlabel: str, unit: str = "") -> None:
     save_all(fig, outs)
 
 
-def _corr_text(x, y, stat=spearman, name: str = "Spearman ρ") -> str:
-    r = stat(x, y)
-    lo, hi = bootstrap_ci(x, y, stat)
-    if math.isnan(r):
-        return f"{name}: undefined"
-    return f"{name} = {r:.2f} [{lo:.2f}, {hi:.2f}]"
-
-
-def _n_text(x, y) -> str:
-    """How many methods the correlation rests on, and how many had no mean (a diverged seed)."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    n, out = int((~(np.isnan(x) | np.isnan(y))).sum()), int(np.isnan(y).sum())
-    return f"n = {n}" + (f", {out} with a diverged seed left out" if out else "")
-
-
-def common_lr(methods, chosen: dict):
-    """The lr most methods chose (ties: the smaller) and which of `methods` chose it."""
-    import pandas as pd
-
-    lr = pd.Series(list(methods)).map(lambda meth: (chosen.get(meth) or {}).get("lr"))
-    modal = lr.mode().min() if lr.notna().any() else None
-    return modal, (lr == modal).to_numpy()
+def _corr_text(x, y, stat, name: str) -> str:
+    return correlation_text(correlation(x, y, stat), name, n=False)
 
 
 def flatness_vs_accuracy(m: dict, outs) -> None:
@@ -126,21 +105,20 @@ def flatness_vs_accuracy(m: dict, outs) -> None:
     apply_style()
     agg = _agg(m, hessian=True)
     parts = m["partitions"]
-    cols = (("lambda_max", "λ_max of the final model"), ("flatness", "flatness distance (mean over rounds)"))
+    corr = flatness_correlations(agg, m["chosen"], parts)
     fig, axes = plt.subplots(len(parts), 2, figsize=(8.4, 3.2 * len(parts)), squeeze=False)
     for i, p in enumerate(parts):
         d = agg[(agg["partition"] == p)]
-        modal, same = common_lr(d["method"], m["chosen"].get(p, {}))
-        for j, (col, label) in enumerate(cols):
+        _, same = common_lr(d["method"], m["chosen"].get(p, {}))
+        for j, (col, label) in enumerate(MEASURES.items()):
             ax = axes[i][j]
             for (_, r), s in zip(d.iterrows(), same):
                 _dot(ax, r[col], r["final_acc"], r["method"], hollow=not s)
             _cost_axis(ax, d[col])
-            x, y = d[col].to_numpy(), d["final_acc"].to_numpy()
-            # the flatness distance grows with the lr, so the methods at the common lr are the fair subset
-            sub = _corr_text(x[same], y[same]) if same.sum() >= 3 and not same.all() else ""
-            ax.set_title(f"{partition_title(p)}: {_corr_text(x, y)} ({_n_text(x, y)})"
-                         + (f"\nlr = {modal:g} only: {sub} ({_n_text(x[same], y[same])})" if sub else ""), fontsize=7)
+            c = corr[(corr["partition"] == p) & (corr["measure"] == col)]
+            lines = [("" if r["subset"] == "all" else f"{r['subset']} only: ") + correlation_text(r)
+                     for r in c.to_dict("records")]
+            ax.set_title(f"{partition_title(p)}: " + "\n".join(lines), fontsize=7)
             ax.set_xlabel(label)
             ax.set_ylabel("final test accuracy (%)")
     _legend(fig, sorted(agg["method"].unique()))

@@ -9,6 +9,7 @@ import pandas as pd
 
 from ..papers.kinds_tuning import setting_text
 from ..util.io import write_text
+from .flatness import MEASURES, flatness_correlations, value_text
 from .results import PROVENANCE, REACH, load_runs, partition_title, per_method
 
 
@@ -35,6 +36,18 @@ def _diverged_text(r) -> str:
     if r["diverged"] < r["seeds"]:
         text += f" (others {r['ok_acc']:.2f} ± {r['ok_std']:.2f})"
     return text
+
+
+def _flatness_section(agg: pd.DataFrame, chosen: dict, parts: list[str], titles: dict) -> str:
+    """The numbers behind flatness_vs_accuracy: Spearman's ρ between each curvature measure and the final
+    accuracy across methods, with its 95 % bootstrap interval, for all methods and for those at the common lr."""
+    c = flatness_correlations(agg, chosen, parts)
+    t = pd.DataFrame({"Partition": c["partition"].map(titles), "Measure": c["measure"].map(MEASURES),
+                      "Methods": c["subset"], "n": c["n"].astype(str),
+                      "Spearman ρ [95 % CI]": [value_text(r) for r in c.to_dict("records")]})
+    return ("## Does a flatter global model generalise better?\n\n" + t.to_markdown(index=False, disable_numparse=True)
+            + "\n\nρ < 0 with an interval below 0: the flatter (smaller λ_max or flatness distance), the more accurate. "
+            "Methods with a diverged seed have no mean and are left out; the interval resamples methods.\n")
 
 
 def _diverged_runs(runs: pd.DataFrame, titles: dict, rounds) -> str:
@@ -79,6 +92,7 @@ def render_leaderboard(m: dict, out_base: Path) -> pd.DataFrame:
         t = _partition_table(agg[agg["partition"] == p], m["chosen"].get(p, {}))
         sections += [f"## {titles[p]}\n", t.to_markdown(index=False, disable_numparse=True) + "\n"]
         tex.append(t.to_latex(index=False, escape=True, caption=f"Leaderboard, {titles[p]}", label=f"tab:leaderboard_{p}"))
+    sections.append(_flatness_section(agg, m["chosen"], parts, titles))
     sections.append(_diverged_runs(runs, titles, m["protocol"]["training"].get("rounds")))
     dropped = sorted({meth for p in parts for meth, c in m["chosen"].get(p, {}).items() if c is None})
     excluded = "; ".join(f"{k} ({v})" for k, v in m["protocol"]["excluded"].items())
