@@ -83,10 +83,13 @@ def per_method(runs: pd.DataFrame, partitions: list[str]) -> pd.DataFrame:
     for c in ("final_acc", "last10_acc", "up_to_reach", "grads_to_reach"):
         out.loc[out["diverged"] > 0, c] = np.nan
     out = out.reset_index()
-    out["rank"] = np.nan
+    out["rank"] = out["ok_rank"] = np.nan
     for p in partitions:
         sel = out["partition"] == p
         r = ranks(dict(zip(out.loc[sel, "method"], out.loc[sel, "final_acc"])))
         out.loc[sel, "rank"] = out.loc[sel, "method"].map(r)
+        # the same ranking over completed seeds only: where the two differ, a blow-up decided the rank
+        r_ok = ranks(dict(zip(out.loc[sel, "method"], out.loc[sel, "ok_acc"])))
+        out.loc[sel, "ok_rank"] = out.loc[sel, "method"].map(r_ok)
     order = {p: i for i, p in enumerate(partitions)}
     return out.sort_values(["partition", "rank"], key=lambda s: s.map(order) if s.name == "partition" else s)
