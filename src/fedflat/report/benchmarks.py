@@ -155,8 +155,9 @@ def main(argv=None) -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--title", default="")
     a = ap.parse_args(argv)
-    text = Path(a.manifest[1:]).read_text() if a.manifest.startswith("@") else a.manifest
-    render_benchmarks(json.loads(text), a.out, a.title)
+    from ..cli import read_manifest
+
+    render_benchmarks(read_manifest(a.manifest), a.out, a.title)
 
 
 if __name__ == "__main__":
