@@ -50,6 +50,7 @@ class Study:
     figures: dict[str, dict] = field(default_factory=dict)
     leaderboard: dict | None = None  # the leaderboard protocol (fedflat.leaderboard.protocol), if this is one
     choice: Callable[[], dict] | None = None  # the leaderboard's tuning choice, once known (leaderboard.flow)
+    fallback: Callable[[], dict] | None = None  # the leaderboard's divergence fallback, once known (leaderboard.flow)
     final_cache: dict = field(default_factory=dict)  # leaderboard.flow: the final runs of the current choice
 
     def run_dir(self, run_id: str) -> str:

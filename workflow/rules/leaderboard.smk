@@ -1,7 +1,9 @@
 # The leaderboard (config/leaderboard.yaml): the tuning's choice is a checkpoint, so the final runs it selects
-# join the DAG as soon as it exists (src/fedflat/leaderboard/flow.py). Inert for every other study.
+# join the DAG as soon as it exists; with `on_divergence: lower_lr` a second checkpoint reads the final runs and
+# adds the re-runs of methods that diverged (src/fedflat/leaderboard/flow.py). Inert for every other study.
 if STUDY.leaderboard is not None:
-    from fedflat.leaderboard.flow import choice_path as _lb_choice_path, tuning_inputs as _lb_tuning_inputs
+    from fedflat.leaderboard.flow import (choice_path as _lb_choice_path, fallback_path as _lb_fallback_path,
+                                          final_inputs as _lb_final_inputs, tuning_inputs as _lb_tuning_inputs)
 
     checkpoint leaderboard_choice:
         localrule: True  # reads a few hundred small JSON files; never worth a cluster job
@@ -14,7 +16,22 @@ if STUDY.leaderboard is not None:
 
             write_choice(STUDY, output[0])
 
+    checkpoint leaderboard_fallback:
+        localrule: True
+        input:
+            lambda wc: _lb_final_inputs(STUDY),
+        output:
+            _lb_fallback_path(STUDY),
+        run:
+            from fedflat.leaderboard.flow import write_fallback
+
+            write_fallback(STUDY, output[0])
+
     def _lb_choice():
         return json.loads(Path(checkpoints.leaderboard_choice.get().output[0]).read_text())
 
+    def _lb_fallback():
+        return json.loads(Path(checkpoints.leaderboard_fallback.get().output[0]).read_text())
+
     STUDY.choice = _lb_choice
+    STUDY.fallback = _lb_fallback

@@ -10,8 +10,14 @@ have finished; Snakemake's DAG is static, so the choice is a checkpoint (workflo
      exists), expands the final experiments at the study's scale and registers their runs and partitions in
      the study, where the train, partition and hessian rules find them.
 
-In-process builds (fedflat.papers.build, the tests) set `study.choice` to `ensure_choice`, which trains the
-tuning runs and writes the same file.
+  3. with `tuning.on_divergence: lower_lr`, a second checkpoint `leaderboard_fallback` reads the final runs'
+     summary.json and writes <tables_dir>/fallback.json with `write_fallback`: every (partition, method) with
+     a diverged seed is re-run, all seeds, at its best tuning cell below the lr that blew up (the same
+     validation scores, the same rule for every method, once); `fallback_experiments` registers those runs,
+     and the table and figures rank the method by them.
+
+In-process builds (fedflat.papers.build, the tests) set `study.choice` to `ensure_choice` and `study.fallback`
+to `ensure_fallback`, which train what the choice rests on and write the same files.
 """
 from __future__ import annotations
 
@@ -19,11 +25,15 @@ import json
 from pathlib import Path
 
 from ..errors import ConfigError
-from .protocol import CHOICE_FILE, TUNING_TABLE, choice_for, exp_name, prepare
+from .protocol import CHOICE_FILE, FALLBACK_FILE, TUNING_TABLE, choice_for, exp_name, prepare
 
 
 def choice_path(study) -> str:
     return f"{study.tables_dir}/{CHOICE_FILE}"
+
+
+def fallback_path(study) -> str:
+    return f"{study.tables_dir}/{FALLBACK_FILE}"
 
 
 def tuning_inputs(study) -> list[str]:
@@ -35,69 +45,146 @@ def tuning_inputs(study) -> list[str]:
 def compute_choice(study) -> dict:
     """Per tuning partition and method: the chosen lr and hyperparameters and their validation score (%),
     or None where every grid point diverged (the method is then left out of the final runs, and said so)."""
-    from ..papers.kinds_tuning import GridSearchTable, grid_choice
-
     p = study.leaderboard
-    spec = study.tables[TUNING_TABLE]
-    out = {"metric": spec["metric"], "grid_lr": p["tuning"]["lr"], "grids": p["methods"], "partitions": {}}
+    out = {"metric": study.tables[TUNING_TABLE]["metric"], "grid_lr": p["tuning"]["lr"], "grids": p["methods"],
+           "partitions": {}}
     for part in p["tuning"]["partitions"]:
-        exps = [exp_name("tune", part, m) for m in p["methods"]]
-        picks = grid_choice(GridSearchTable.manifest(study, TUNING_TABLE, {**spec, "experiments": exps}))
-        by_preset = {}
-        for method, c in picks.items():
-            if c is None:
-                continue
-            grid = p["methods"][c["preset"]]
-            # a key with one value does not vary, so it is not in the row: take it from the grid
-            by_preset[c["preset"]] = {"lr": c["value"], "params": {k: c["row"].get(k, v[0]) for k, v in grid.items()},
-                                      "score": c["score"]}
+        by_preset = _tuned_cells(study, part, list(p["methods"]))
         out["partitions"][part] = {m: by_preset.get(m) for m in p["methods"]}
     return out
 
 
-def write_choice(study, out: str | Path) -> dict:
+def _tuned_cells(study, part: str, methods: list[str], below: dict | None = None) -> dict:
+    """{preset: {lr, params, score}} of the best validation cell of each method tuned on `part` (with `below`,
+    {preset: lr}: among its cells at a smaller lr); a method whose every such cell diverged is absent."""
+    from ..algorithms import PRESETS
+    from ..papers.kinds_tuning import GridSearchTable, grid_choice
+
+    p, spec = study.leaderboard, study.tables[TUNING_TABLE]
+    exps = [exp_name("tune", part, m) for m in methods]
+    labels = {PRESETS.get(m).label: lr for m, lr in (below or {}).items()}
+    picks = grid_choice(GridSearchTable.manifest(study, TUNING_TABLE, {**spec, "experiments": exps}), labels)
+    out = {}
+    for c in picks.values():
+        if c is not None:
+            grid = p["methods"][c["preset"]]
+            # a key with one value does not vary, so it is not in the row: take it from the grid
+            out[c["preset"]] = {"lr": c["value"], "params": {k: c["row"].get(k, v[0]) for k, v in grid.items()},
+                                "score": c["score"]}
+    return out
+
+
+def _write(compute, study, out: str | Path) -> dict:
     from ..util.io import write_json
 
-    chosen = compute_choice(study)
-    write_json(Path(out), chosen)
-    return chosen
+    result = compute(study)
+    write_json(Path(out), result)
+    return result
+
+
+def _ensure(compute, study, path: str, inputs: list[str], data_root: str) -> dict:
+    """In-process checkpoint: train the runs behind `inputs` that are missing, then write and return the file."""
+    from ..papers.build import _ensure_run
+
+    if not Path(path).exists():
+        for f in inputs:
+            _ensure_run(study, str(Path(f).parent)[len("results/runs/"):], data_root)
+        _write(compute, study, path)
+    return json.loads(Path(path).read_text())
+
+
+def write_choice(study, out: str | Path) -> dict:
+    return _write(compute_choice, study, out)
 
 
 def ensure_choice(study, data_root: str) -> dict:
     """In-process: train the tuning runs that are missing, then write and return the choice."""
-    from ..papers.build import _ensure_run
+    return _ensure(compute_choice, study, choice_path(study), tuning_inputs(study), data_root)
 
-    path = Path(choice_path(study))
-    if not path.exists():
-        for f in tuning_inputs(study):
-            _ensure_run(study, str(Path(f).parent)[len("results/runs/"):], data_root)
-        write_choice(study, path)
-    return json.loads(path.read_text())
+
+def _register(study, stage: str, chosen: dict, fallback: dict | None = None) -> dict[str, list]:
+    """Expand the `stage` experiments at the study's scale and register their runs, partitions and experiments."""
+    from ..study import load_study
+
+    cfg, protocol = prepare(study.leaderboard["config"], chosen, fallback)
+    full = load_study(cfg)
+    study.runs.update(full.runs)
+    study.partitions.update(full.partitions)
+    out = {}
+    for part in protocol["partitions"]:
+        name = exp_name(stage, part)
+        if name in full.experiments:
+            study.experiments[name] = full.experiments[name]
+            out[part] = full.experiments[name]
+    return out
 
 
 def final_experiments(study) -> dict[str, list[tuple[str, dict]]]:
     """{partition: [(run id, labels)]} of the final runs, registered in `study` (runs, partitions, experiments)."""
-    from ..study import load_study
-
     if study.choice is None:
         raise ConfigError("leaderboard: the tuning choice is unknown here; build through Snakemake or fedflat.papers.build")
     chosen = study.choice()
     key = json.dumps(chosen, sort_keys=True)
     if study.final_cache.get("key") != key:
-        cfg, protocol = prepare(study.leaderboard["config"], chosen)
-        full = load_study(cfg)
-        study.runs.update(full.runs)
-        study.partitions.update(full.partitions)
-        finals = {}
-        for part in protocol["partitions"]:
-            name = exp_name("final", part)
-            if name in full.experiments:
-                study.experiments[name] = full.experiments[name]
-                finals[part] = full.experiments[name]
-        study.final_cache.update(key=key, finals=finals, chosen=chosen)
+        study.final_cache.clear()
+        study.final_cache.update(key=key, finals=_register(study, "final", chosen), chosen=chosen)
     return study.final_cache["finals"]
 
 
-def chosen_for(study, partition: str) -> dict:
+def fallback_on(study) -> bool:
+    return study.leaderboard["tuning"]["on_divergence"] == "lower_lr"
+
+
+def final_inputs(study) -> list[str]:
+    """What the fallback checkpoint reads: every final run's summary.json."""
+    return [f"{study.run_dir(rid)}/summary.json" for entries in final_experiments(study).values() for rid, _ in entries]
+
+
+def compute_fallback(study) -> dict:
+    """{partitions: {partition: {preset: {diverged: [seeds], from: {lr, params}, to: {lr, params, score} or None}}}}
+    for every (partition, method) with a diverged final seed: `to` is the method's best validation cell (on the
+    partition its choice came from) among those with a smaller lr than the one that blew up; None where there is
+    none (the smallest lr, or every smaller cell diverged in tuning), and the method keeps its diverged seeds."""
+    finals = final_experiments(study)
+    chosen, p = study.final_cache["chosen"], study.leaderboard
+    out = {"rule": p["tuning"]["on_divergence"], "partitions": {}}
+    if not fallback_on(study):
+        return out
+    for part, entries in finals.items():
+        diverged: dict[str, list[int]] = {}
+        for rid, lab in entries:
+            if json.loads(Path(study.run_dir(rid), "summary.json").read_text())["status"] != "completed":
+                diverged.setdefault(lab["preset"], []).append(lab["seed"])
+        if not diverged:
+            continue
+        tuned_on = part if part in chosen["partitions"] else p["tuning"]["partitions"][0]
+        picks = choice_for(chosen, p, part)
+        lower = _tuned_cells(study, tuned_on, list(diverged), below={m: picks[m]["lr"] for m in diverged})
+        out["partitions"][part] = {m: {"diverged": sorted(seeds), "from": {k: picks[m][k] for k in ("lr", "params")},
+                                       "to": lower.get(m)} for m, seeds in diverged.items()}
+    return out
+
+
+def write_fallback(study, out: str | Path) -> dict:
+    return _write(compute_fallback, study, out)
+
+
+def ensure_fallback(study, data_root: str) -> dict:
+    """In-process: train the final runs that are missing, then write and return the fallback."""
+    return _ensure(compute_fallback, study, fallback_path(study), final_inputs(study), data_root)
+
+
+def fallback_experiments(study) -> dict[str, list[tuple[str, dict]]]:
+    """{partition: [(run id, labels)]} of the fallback runs ({} without the fallback rule), registered in `study`."""
+    if not fallback_on(study):
+        return {}
     final_experiments(study)
-    return choice_for(study.final_cache["chosen"], study.leaderboard, partition)
+    if study.fallback is None:
+        raise ConfigError("leaderboard: the divergence fallback is unknown here; build through Snakemake or "
+                          "fedflat.papers.build")
+    fb = study.fallback()
+    key = json.dumps(fb, sort_keys=True)
+    if study.final_cache.get("fallback_key") != key:
+        study.final_cache.update(fallback_key=key, fallback=fb,
+                                 fallbacks=_register(study, "fallback", study.final_cache["chosen"], fb))
+    return study.final_cache["fallbacks"]

@@ -15,38 +15,64 @@ def _protocol(study, name: str) -> dict:
     return study.leaderboard
 
 
+def _stages(study) -> dict[str, dict]:
+    """{"final": {partition: [(run id, labels)]}, "fallback": {...}}: the runs at the tuned choice and the re-runs
+    of methods that diverged there (empty without the fallback rule)."""
+    from .flow import fallback_experiments, final_experiments
+
+    return {"final": final_experiments(study), "fallback": fallback_experiments(study)}
+
+
 def _inputs(study, name: str, hessian: bool) -> list[str]:
-    from .flow import choice_path, final_experiments
+    from .flow import choice_path, fallback_on, fallback_path
 
     _protocol(study, name)
-    files = [choice_path(study)]
-    for entries in final_experiments(study).values():
-        for rid, _ in entries:
-            d = study.run_dir(rid)
-            files += [f"{d}/summary.json", f"{d}/metrics.csv"] + ([f"{d}/hessian.json"] if hessian else [])
+    files = [choice_path(study)] + ([fallback_path(study)] if fallback_on(study) else [])
+    for runs in _stages(study).values():
+        for entries in runs.values():
+            for rid, _ in entries:
+                d = study.run_dir(rid)
+                files += [f"{d}/summary.json", f"{d}/metrics.csv"] + ([f"{d}/hessian.json"] if hessian else [])
     return files
+
+
+def _effective_choice(chosen: dict, fallback: dict, p: dict, part: str) -> dict:
+    """{label: setting} a method is ranked at in `part`: its fallback where it has one, else the tuned choice;
+    a fallback setting carries `from_lr`, the lr that diverged."""
+    from ..algorithms import PRESETS
+    from .protocol import choice_for
+
+    out = {}
+    for name, c in choice_for(chosen, p, part).items():
+        f = (fallback.get("partitions", {}).get(part) or {}).get(name)
+        out[PRESETS.get(name).label] = {**f["to"], "from_lr": f["from"]["lr"]} if f and f["to"] else c
+    return out
 
 
 def _manifest(study, name: str, spec: dict) -> dict:
     from ..algorithms import PRESETS
-    from .flow import final_experiments
-    from .protocol import choice_for, exp_name
+    from .protocol import exp_name
 
     p = _protocol(study, name)
-    finals = final_experiments(study)
-    chosen = study.final_cache["chosen"]
+    stages = _stages(study)
+    finals = stages["final"]
+    chosen, fallback = study.final_cache["chosen"], study.final_cache.get("fallback") or {}
     entries = []
-    for part, runs in finals.items():
-        for rid, lab in runs:
-            entries.append({"partition": part, "method": lab["algorithm"], "preset": lab["preset"], "seed": lab["seed"],
-                            "dir": study.run_dir(rid)})
-    picks = {part: {PRESETS.get(k).label: v for k, v in choice_for(chosen, p, part).items()} for part in p["partitions"]}
+    for stage, by_part in stages.items():
+        for part, runs in by_part.items():
+            for rid, lab in runs:
+                entries.append({"partition": part, "method": lab["algorithm"], "preset": lab["preset"],
+                                "seed": lab["seed"], "dir": study.run_dir(rid), "stage": stage})
+    picks = {part: _effective_choice(chosen, fallback, p, part) for part in p["partitions"]}
+    diverged = {part: {PRESETS.get(k).label: v for k, v in fb.items()}
+                for part, fb in (fallback.get("partitions") or {}).items()}
     cfg = p["config"]
     scale = cfg.get("scale", "paper")
     tr = next(iter(study.runs[rid] for runs in finals.values() for rid, _ in runs)).training if entries else {}
     tune_rid = study.experiments[exp_name("tune", p["tuning"]["partitions"][0], next(iter(p["methods"])))][0][0]
     tuning = {**p["tuning"], "rounds": study.runs[tune_rid].training["rounds"]}  # at the study's scale
     return {"title": spec.get("title", name), "partitions": p["partitions"], "entries": entries, "chosen": picks,
+            "fallback": diverged,
             "protocol": {"dataset": p["dataset"], "model": p["model"], "seeds": p["seeds"], "tuning": tuning,
                          "excluded": {PRESETS.get(k).label: v for k, v in p["excluded"].items()},
                          "training": {k: tr.get(k) for k in ("num_clients", "participation", "rounds", "local_steps",

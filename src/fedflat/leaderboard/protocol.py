@@ -15,6 +15,7 @@ config/leaderboard.yaml is a study config whose `leaderboard:` section stands in
       metric: last10_acc        # selection criterion on the validation split
       lr: [0.03, 0.1, 0.3, 1.0]  # the local-lr grid, the same for every method
       budget: 4                 # at most this many points in a method's own grid (the product of its lists)
+      on_divergence: lower_lr   # a final seed diverged: re-run the method at its best cell of a lower lr (or: none)
     methods:                    # every preset that trains one global model, with its key hyperparameters' grid
       fedavg: {}
       fedsam: {rho: [0.01, 0.05, 0.1, 0.5]}
@@ -24,7 +25,9 @@ config/leaderboard.yaml is a study config whose `leaderboard:` section stands in
 times the method's grid, with `training.holdout` and `tuning.rounds` -- and into the targets: tables
 `tuning` (grid_search) and `leaderboard`, figures pareto_communication, pareto_compute, flatness_vs_accuracy,
 rank_stability. Given the tuning's choice (fedflat.leaderboard.flow), it adds the final experiments
-`final_<partition>`: every method at its chosen lr and hyperparameters, all seeds, the full budget.
+`final_<partition>`: every method at its chosen lr and hyperparameters, all seeds, the full budget. Given
+the fallback (flow.compute_fallback, with `on_divergence: lower_lr`), it adds `fallback_<partition>`: each
+method with a diverged final seed, all seeds again, at its best tuning cell below the lr that blew up.
 """
 from __future__ import annotations
 
@@ -35,10 +38,11 @@ from typing import Any
 from ..errors import ConfigError, choice_error
 
 KEYS = ("dataset", "model", "partitions", "seeds", "tuning", "methods", "excluded")
-TUNING_KEYS = ("partitions", "seeds", "rounds", "holdout", "metric", "lr", "budget")
+TUNING_KEYS = ("partitions", "seeds", "rounds", "holdout", "metric", "lr", "budget", "on_divergence")
+ON_DIVERGENCE = ("none", "lower_lr")
 FIGURES = {"pareto_communication": "Communication", "pareto_compute": "Computation",
            "flatness_vs_accuracy": "Flatness vs accuracy", "rank_stability": "Rank stability"}
-TUNING_TABLE, TABLE, CHOICE_FILE = "tuning", "leaderboard", "tuning_choice.json"
+TUNING_TABLE, TABLE, CHOICE_FILE, FALLBACK_FILE = "tuning", "leaderboard", "tuning_choice.json", "fallback.json"
 
 
 def is_leaderboard(config: dict) -> bool:
@@ -142,6 +146,9 @@ def check(lb: Any) -> dict:
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ConfigError(f"leaderboard.tuning.{k}: must be an integer >= 1, got {v!r}")
     budget = tu["budget"]
+    on_div = tu.get("on_divergence", "none")
+    if on_div not in ON_DIVERGENCE:
+        raise choice_error("leaderboard.tuning.on_divergence", on_div, ON_DIVERGENCE)
     methods = lb.get("methods")
     if not isinstance(methods, dict) or not methods:
         raise ConfigError("leaderboard.methods: a non-empty mapping of preset to its grid")
@@ -167,6 +174,7 @@ def check(lb: Any) -> dict:
     return {"dataset": lb["dataset"], "model": lb["model"], "partitions": list(parts), "seeds": list(seeds),
             "tuning": {"partitions": list(tparts), "seeds": list(_list(tu.get("seeds"), "leaderboard.tuning.seeds", _seed)),
                        "rounds": tu["rounds"], "holdout": float(h), "metric": metric, "budget": budget,
+                       "on_divergence": on_div,
                        "lr": list(_list(tu.get("lr"), "leaderboard.tuning.lr", _pos_number))},
             "methods": grids, "excluded": dict(excluded)}
 
@@ -201,22 +209,29 @@ def choice_for(chosen: dict, protocol: dict, partition: str) -> dict:
     return tuned.get(partition) or tuned[protocol["tuning"]["partitions"][0]]
 
 
-def _final_experiments(p: dict, chosen: dict) -> dict:
+def _final_experiments(p: dict, chosen: dict, stage: str = "final") -> dict:
+    """`final_<partition>`: every method at its chosen setting, all seeds, the full budget. With stage
+    "fallback" and `chosen` the fallback file: `fallback_<partition>`, the methods re-run at a lower lr."""
     out = {}
     for part in p["partitions"]:
-        picks = choice_for(chosen, p, part)
+        if stage == "final":
+            picks = choice_for(chosen, p, part)
+        else:
+            picks = {name: f["to"] for name, f in chosen["partitions"].get(part, {}).items()}
         algos = [{"preset": name, "params": c["params"], "training": {"lr": c["lr"]}}
                  for name, c in picks.items() if c is not None and name in p["methods"]]
         if algos:
-            out[exp_name("final", part)] = {
-                "description": f"leaderboard on {part}: every method at its chosen setting",
+            what = "every method at its chosen setting" if stage == "final" else "methods re-run at a lower lr"
+            out[exp_name(stage, part)] = {
+                "description": f"leaderboard on {part}: {what}",
                 "datasets": [p["dataset"]], "models": [p["model"]], "partitions": [part], "seeds": p["seeds"],
                 "algorithms": algos}
     return out
 
 
-def prepare(config: dict, chosen: dict | None = None) -> tuple[dict, dict]:
-    """(a plain study config: tuning experiments, and final ones given `chosen`; the protocol)."""
+def prepare(config: dict, chosen: dict | None = None, fallback: dict | None = None) -> tuple[dict, dict]:
+    """(a plain study config: tuning experiments, final ones given `chosen`, fallback ones given `fallback`;
+    the protocol)."""
     if config.get("experiments"):
         raise ConfigError("experiments: a leaderboard config generates its experiments from leaderboard:; remove them")
     protocol = check(config["leaderboard"])
@@ -230,6 +245,8 @@ def prepare(config: dict, chosen: dict | None = None) -> tuple[dict, dict]:
     cfg["experiments"] = _tuning_experiments(protocol)
     if chosen is not None:
         cfg["experiments"].update(_final_experiments(protocol, chosen))
+    if fallback is not None:
+        cfg["experiments"].update(_final_experiments(protocol, fallback, stage="fallback"))
     tune_exps = list(_tuning_experiments(protocol))
     cfg["tables"] = {**(cfg.get("tables") or {}),
                      TUNING_TABLE: {"kind": "grid_search", "experiments": tune_exps, "param": "lr",

@@ -81,10 +81,11 @@ def build(study, name: str, workdir, data_root: str = "data", section: str = "ta
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     with _chdir(workdir):
-        if study.leaderboard is not None and study.choice is None:  # the tuning checkpoint, in-process
-            from ..leaderboard.flow import ensure_choice
+        if study.leaderboard is not None and study.choice is None:  # the leaderboard's checkpoints, in-process
+            from ..leaderboard.flow import ensure_choice, ensure_fallback
 
             study.choice = lambda: ensure_choice(study, data_root)
+            study.fallback = lambda: ensure_fallback(study, data_root)
         inputs = table_inputs(study, name) if section == "tables" else figure_inputs(study, name)
         run_ids = dict.fromkeys(str(Path(f).parent)[len("results/runs/"):] for f in inputs
                                 if f.startswith("results/runs/"))

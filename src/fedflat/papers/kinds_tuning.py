@@ -126,23 +126,27 @@ def _means(df):
     return table[sorted(table.columns)]
 
 
-def _choose(mean) -> dict:
+def _choose(mean, below: dict | None = None) -> dict:
     """Per method, the (row, value, mean) cell with the highest mean; ties: the earlier row, then the smaller value.
-    None where every cell of the method diverged."""
+    None where every cell of the method diverged. `below`: {method: v} keeps that method's cells with value < v."""
     chosen: dict = {}
+    below = below or {}
     for (method, row), r in mean.iterrows():
         chosen.setdefault(method, None)
         for value, acc in r.items():
+            if method in below and not value < below[method]:
+                continue
             if acc == acc and (chosen[method] is None or acc > chosen[method][2]):
                 chosen[method] = (row, value, acc)
     return chosen
 
 
-def grid_choice(m: dict) -> dict:
-    """{method: {value, row (the other hyperparameters), preset, score (%)} or None where every cell diverged}."""
+def grid_choice(m: dict, below: dict | None = None) -> dict:
+    """{method: {value, row (the other hyperparameters), preset, score (%)} or None where every cell diverged};
+    `below` ({method: v}) restricts a method to its cells with value < v (the leaderboard's divergence fallback)."""
     df = _scores(m)
     out = {}
-    for method, best in _choose(_means(df)).items():
+    for method, best in _choose(_means(df), below).items():
         if best is None:
             out[method] = None
             continue
