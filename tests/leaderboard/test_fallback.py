@@ -100,3 +100,20 @@ def test_the_table_ranks_a_rerun_method_by_its_fallback_runs(study, tmp_path):
     assert ("Dir(0.1), FedSAM: lr 0.3 diverged on seed(s) 1; re-run at lr=0.1, ρ=0.01 (validation 79.00 %): "
             "66.05 ± 0.05 %, rank 1 (at the tuned lr: 3).") in md
     assert "Dir(0.3), FedAvg: lr 0.1 diverged on seed(s) 1; no tuning cell with a smaller lr worked" in md
+
+
+def test_progress_counts_each_stage_and_says_what_waits_for_a_checkpoint(study):
+    from fedflat.leaderboard.flow import choice_path, fallback_path, write_fallback
+    from fedflat.leaderboard.progress import progress
+
+    rows = dict(progress(study))
+    n_tuning = int(rows["tuning"].split(" of ")[1].split()[0])
+    assert rows["tuning"] == f"{n_tuning} of {n_tuning} runs" and n_tuning == 4 * (1 + 2 + 1)
+    assert rows["final"].startswith("waits for the tuning choice") and "fallback" not in rows
+    Path(choice_path(study)).parent.mkdir(parents=True, exist_ok=True)
+    Path(choice_path(study)).write_text(json.dumps({"partitions": {"dir0.3": CHOSEN}}))
+    rows = dict(progress(study))
+    assert rows["final"] == "18 of 18 runs (2 diverged), 18 of 18 Hessians"
+    assert rows["fallback"].startswith("waits for every final run")
+    write_fallback(study, fallback_path(study))
+    assert dict(progress(study))["fallback"] == "0 of 2 re-runs (0 diverged), 0 of 2 Hessians"

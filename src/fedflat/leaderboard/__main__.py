@@ -1,5 +1,6 @@
 """`python -m fedflat.leaderboard [CONFIG] [--scale S] [--dataset D --model M] [--cores N]`: the leaderboard's
-run count and its wall-time estimate on this machine's cores (and GPU hours), per stage (leaderboard/plan.py)."""
+run count and its wall-time estimate on this machine's cores (and GPU hours), per stage (leaderboard/plan.py);
+with `--progress`, how far a run of it has got, stage by stage (leaderboard/progress.py)."""
 from __future__ import annotations
 
 import argparse
@@ -17,6 +18,8 @@ def main(argv=None) -> int:
     ap.add_argument("--dataset", help="override leaderboard.dataset (e.g. cifar10)")
     ap.add_argument("--model", help="override leaderboard.model (e.g. resnet18)")
     ap.add_argument("--cores", type=int, default=2, help="parallel jobs for the wall-time estimate")
+    ap.add_argument("--progress", action="store_true", help="count the runs done so far, per stage (run it where "
+                    "Snakemake runs: it reads results/)")
     a = ap.parse_args(argv)
     try:
         cfg = load_config_file(a.config)
@@ -25,6 +28,12 @@ def main(argv=None) -> int:
         for k in ("dataset", "model"):
             if getattr(a, k):
                 cfg.setdefault("leaderboard", {})[k] = getattr(a, k)
+        if a.progress:
+            from ..study import load_study
+            from .progress import progress, render as render_progress
+
+            print(render_progress(progress(load_study(cfg))))
+            return 0
         est = estimate(cfg, a.cores)
     except ConfigError as exc:
         print(f"fedflat.leaderboard: error: {exc}", file=sys.stderr)
