@@ -48,7 +48,7 @@ def test_the_correlation_says_how_many_methods_it_rests_on():
     y = [80.0, float("nan"), 70.0, 79.0, 75.0]  # the second has a diverged seed: no mean accuracy
     c = correlation(x, y)
     assert c["n"] == 3 and c["left_out"] == 1 and c["r"] == pytest.approx(-0.5)  # ranks (1,3,2) vs (3,2,1)
-    assert correlation_text(c).endswith("(n = 3, 1 with a diverged seed left out)")
+    assert correlation_text(c).endswith("(n = 3; 1 diverged, left out)")
     assert correlation_text(correlation([1.0, 2.0, 3.0], [3.0, 4.0, 5.0])) == "Spearman ρ = 1.00 [1.00, 1.00] (n = 3)"
 
 

@@ -106,7 +106,7 @@ def flatness_vs_accuracy(m: dict, outs) -> None:
     agg = _agg(m, hessian=True)
     parts = m["partitions"]
     corr = flatness_correlations(agg, m["chosen"], parts)
-    fig, axes = plt.subplots(len(parts), 2, figsize=(8.4, 3.2 * len(parts)), squeeze=False)
+    fig, axes = plt.subplots(len(parts), 2, figsize=(9.0, 3.3 * len(parts)), squeeze=False)
     for i, p in enumerate(parts):
         d = agg[(agg["partition"] == p)]
         _, same = common_lr(d["method"], m["chosen"].get(p, {}))

@@ -38,7 +38,7 @@ def correlation_text(c: dict, name: str = "Spearman ρ", n: bool = True) -> str:
     head = f"{name}: undefined" if math.isnan(c["r"]) else f"{name} = {value_text(c)}"
     if not n:
         return head
-    return head + f" (n = {c['n']}" + (f", {c['left_out']} with a diverged seed left out)" if c["left_out"] else ")")
+    return head + f" (n = {c['n']}" + (f"; {c['left_out']} diverged, left out)" if c["left_out"] else ")")
 
 
 def flatness_correlations(agg: pd.DataFrame, chosen: dict, partitions: list[str]) -> pd.DataFrame:
