@@ -153,7 +153,7 @@ def render_leaderboard(m: dict, out_base: Path) -> pd.DataFrame:
         f"that ran it. A method with a diverged seed has no mean and ranks last (\"diverged k/n\": k of its n "
         f"seeds; the others' mean ± std in brackets); its curvature, flatness and wall time average its completed "
         f"seeds. {_second_rank_text(fallback)} Pareto figures: cost until a run first reaches {100 * REACH:g} % of its own final accuracy.\n\n"
-        f"Not ranked (they do not train one global model, or are not federated): {excluded or 'none'}.\n\n"
+        f"Not ranked (the reason in brackets): {excluded or 'none'}.\n\n"
         f"No working setting in the tuning grid (every point diverged; not run): {', '.join(dropped) or 'none'}.\n")
     write_text(out_base.with_suffix(".md"), "\n".join(sections))
     csv = agg.copy()
