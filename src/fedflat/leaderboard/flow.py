@@ -82,12 +82,13 @@ def _write(compute, study, out: str | Path) -> dict:
     return result
 
 
-def _ensure(compute, study, path: str, inputs: list[str], data_root: str) -> dict:
-    """In-process checkpoint: train the runs behind `inputs` that are missing, then write and return the file."""
+def _ensure(compute, study, path: str, inputs, data_root: str) -> dict:
+    """In-process checkpoint: train the runs behind `inputs(study)` that are missing, then write and return the
+    file. Once it exists this is a read: it is called every time the final runs are asked for."""
     from ..papers.build import _ensure_run
 
     if not Path(path).exists():
-        for f in inputs:
+        for f in inputs(study):
             _ensure_run(study, str(Path(f).parent)[len("results/runs/"):], data_root)
         _write(compute, study, path)
     return json.loads(Path(path).read_text())
@@ -99,7 +100,7 @@ def write_choice(study, out: str | Path) -> dict:
 
 def ensure_choice(study, data_root: str) -> dict:
     """In-process: train the tuning runs that are missing, then write and return the choice."""
-    return _ensure(compute_choice, study, choice_path(study), tuning_inputs(study), data_root)
+    return _ensure(compute_choice, study, choice_path(study), tuning_inputs, data_root)
 
 
 def _register(study, stage: str, chosen: dict, fallback: dict | None = None) -> dict[str, list]:
@@ -171,7 +172,7 @@ def write_fallback(study, out: str | Path) -> dict:
 
 def ensure_fallback(study, data_root: str) -> dict:
     """In-process: train the final runs that are missing, then write and return the fallback."""
-    return _ensure(compute_fallback, study, fallback_path(study), final_inputs(study), data_root)
+    return _ensure(compute_fallback, study, fallback_path(study), final_inputs, data_root)
 
 
 def fallback_experiments(study) -> dict[str, list[tuple[str, dict]]]:

@@ -209,19 +209,16 @@ def choice_for(chosen: dict, protocol: dict, partition: str) -> dict:
     return tuned.get(partition) or tuned[protocol["tuning"]["partitions"][0]]
 
 
-def _final_experiments(p: dict, chosen: dict, stage: str = "final") -> dict:
-    """`final_<partition>`: every method at its chosen setting, all seeds, the full budget. With stage
-    "fallback" and `chosen` the fallback file: `fallback_<partition>`, the methods re-run at a lower lr."""
+def _final_experiments(p: dict, picks: dict, stage: str = "final") -> dict:
+    """`<stage>_<partition>` per partition with picks ({partition: {preset: {lr, params} or None}}): those methods
+    at those settings, all seeds, the full budget ("final": every method at its tuned choice; "fallback": the
+    methods re-run at a lower lr after a diverged seed)."""
+    what = {"final": "every method at its chosen setting", "fallback": "methods re-run at a lower lr"}[stage]
     out = {}
     for part in p["partitions"]:
-        if stage == "final":
-            picks = choice_for(chosen, p, part)
-        else:
-            picks = {name: f["to"] for name, f in chosen["partitions"].get(part, {}).items()}
         algos = [{"preset": name, "params": c["params"], "training": {"lr": c["lr"]}}
-                 for name, c in picks.items() if c is not None and name in p["methods"]]
+                 for name, c in picks.get(part, {}).items() if c is not None and name in p["methods"]]
         if algos:
-            what = "every method at its chosen setting" if stage == "final" else "methods re-run at a lower lr"
             out[exp_name(stage, part)] = {
                 "description": f"leaderboard on {part}: {what}",
                 "datasets": [p["dataset"]], "models": [p["model"]], "partitions": [part], "seeds": p["seeds"],
@@ -244,9 +241,11 @@ def prepare(config: dict, chosen: dict | None = None, fallback: dict | None = No
     cfg.pop("leaderboard")
     cfg["experiments"] = _tuning_experiments(protocol)
     if chosen is not None:
-        cfg["experiments"].update(_final_experiments(protocol, chosen))
+        picks = {part: choice_for(chosen, protocol, part) for part in protocol["partitions"]}
+        cfg["experiments"].update(_final_experiments(protocol, picks))
     if fallback is not None:
-        cfg["experiments"].update(_final_experiments(protocol, fallback, stage="fallback"))
+        picks = {part: {name: f["to"] for name, f in fb.items()} for part, fb in fallback["partitions"].items()}
+        cfg["experiments"].update(_final_experiments(protocol, picks, stage="fallback"))
     tune_exps = list(_tuning_experiments(protocol))
     cfg["tables"] = {**(cfg.get("tables") or {}),
                      TUNING_TABLE: {"kind": "grid_search", "experiments": tune_exps, "param": "lr",

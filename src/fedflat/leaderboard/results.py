@@ -96,24 +96,27 @@ def per_method(runs: pd.DataFrame, partitions: list[str]) -> pd.DataFrame:
     return out.sort_values(["partition", "rank"], key=lambda s: s.map(order) if s.name == "partition" else s)
 
 
-def ranked_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs a method is ranked by: its re-runs at the fallback lr where it has them (a seed diverged at the
-    tuned lr), else its runs at the tuned choice."""
+def _redone(runs: pd.DataFrame) -> pd.Series:
+    """Per run: does its (partition, method) have fallback re-runs (a seed diverged at the tuned lr)?"""
     fb = runs[runs["stage"] == "fallback"]
-    redone = set(zip(fb["partition"], fb["method"]))
-    keep = (runs["stage"] == "fallback") | ~pd.Series([k in redone for k in zip(runs["partition"], runs["method"])],
-                                                      index=runs.index, dtype=bool)
-    return runs[keep]
+    keys = set(zip(fb["partition"], fb["method"]))
+    return pd.Series([k in keys for k in zip(runs["partition"], runs["method"])], index=runs.index, dtype=bool)
+
+
+def ranked_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs a method is ranked by: its re-runs at the fallback lr where it has them, else its runs at the
+    tuned choice."""
+    return runs[(runs["stage"] == "fallback") | ~_redone(runs)]
 
 
 def leaderboard_frame(runs: pd.DataFrame, partitions: list[str]) -> pd.DataFrame:
     """per_method over the ranked runs; `fallback` marks the methods ranked by their re-runs and `tuned_rank` is
     every method's rank at the tuned choice alone (a diverged seed ranks last), so a reader sees what the fallback
     changed."""
-    agg = per_method(ranked_runs(runs), partitions)
-    fb = runs[runs["stage"] == "fallback"]
-    redone = set(zip(fb["partition"], fb["method"]))
-    agg["fallback"] = [k in redone for k in zip(agg["partition"], agg["method"])]
+    ranked = ranked_runs(runs)
+    agg = per_method(ranked, partitions)
+    redone = _redone(ranked).groupby([ranked["partition"], ranked["method"]]).any()
+    agg["fallback"] = [bool(redone[k]) for k in zip(agg["partition"], agg["method"])]
     tuned = per_method(runs[runs["stage"] == "final"], partitions).set_index(["partition", "method"])["rank"]
     agg["tuned_rank"] = [tuned.get(k, np.nan) for k in zip(agg["partition"], agg["method"])]
     return agg
