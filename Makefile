@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 CORES ?= all
 BENCH_ARGS ?=
 
-.PHONY: venv run test bench clean dag report
+.PHONY: venv run test bench clean dag report pages
 
 venv: $(STAMP)
 
@@ -25,11 +25,15 @@ test: venv
 bench: venv  # make bench BENCH_ARGS=--quick: every benchmark at smoke size
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
+pages: venv  # the result pages (README, docs/leaderboard.md, docs/reproduction.md, docs/atlas.md) from the evidence
+	$(BIN)/python -m fedflat.evidence pages
+
 dag: venv
 	$(BIN)/snakemake -n
 
 report: venv
 	$(BIN)/snakemake --report report.html
 
-clean:
-	rm -rf results figures report.html .snakemake
+clean:  # every output but the committed evidence (results/evidence, figures/evidence)
+	find results figures -mindepth 1 -maxdepth 1 ! -name evidence -exec rm -rf {} + 2>/dev/null || true
+	rm -rf report.html .snakemake

@@ -38,8 +38,11 @@ def test_the_oracle_is_refused_and_every_preset_must_be_ranked_or_excluded():
 
 
 @pytest.mark.parametrize("edit, match", [
-    (lambda lb: lb["methods"].update(fedsam={"rho": [0.01, 0.02, 0.05, 0.1, 0.5]}),
-     r"leaderboard.methods.fedsam: 5 grid points exceed the tuning budget of 4"),
+    (lambda lb: lb["methods"].update(fedsam={"rho": [0.0, 0.01, 0.02, 0.05, 0.1]}),
+     r"leaderboard.methods.fedsam: 5 grid points x 4 lr values \(leaderboard.tuning.lr\) = 20 trials, not "
+     r"leaderboard.tuning.trials = 16"),
+    (lambda lb: lb["tuning"].update(lr_only=[0.1, 0.3]),
+     r"leaderboard.methods.fedavg: leaderboard.tuning.lr_only has 2 values = 2 trials, not leaderboard.tuning.trials = 16"),
     (lambda lb: lb["methods"].update(fedsam={"lr": [0.1]}), r"leaderboard.methods.fedsam.lr: the local lr grid is leaderboard.tuning.lr"),
     (lambda lb: lb["methods"].update(fedsam={"rhoo": [0.1]}), r"leaderboard.methods.fedsam: unknown hyperparameter 'rhoo'"),
     (lambda lb: lb["methods"].update(fedsam={"rho": [-1.0]}), r"leaderboard.methods.fedsam.rho"),
@@ -58,6 +61,7 @@ def test_bad_protocol_names_the_key(edit, match):
 def test_a_method_that_would_not_act_in_the_tuning_horizon_names_the_tuning_table():
     cfg = _full("paper")
     cfg["leaderboard"]["methods"]["dynafed"] = {"syn_round": [60]}
+    del cfg["leaderboard"]["tuning"]["trials"]  # this test is about the horizon, not the trial count
     with pytest.raises(ConfigError, match=r"tune_dir0p3_dynafed: DynaFed .*syn_round 60 >= training.rounds 50.*targets tuning"):
         load_study(cfg)
 
@@ -90,7 +94,9 @@ def test_tiny_study_expands_the_tuning_grid_on_a_validation_split():
     assert len(study.experiments) == len(lb["methods"])  # one tuning experiment per method (one tuning partition)
     fedsam = study.experiments["tune_dir0p3_fedsam"]
     specs = [study.runs[r] for r, _ in fedsam]
-    assert {(s.training["lr"], s.hparams["rho"]) for s in specs} == {(lr, r) for lr in (0.03, 0.1, 0.3, 1.0) for r in (0.01, 0.05, 0.1, 0.5)}
+    assert {(s.training["lr"], s.hparams["rho"]) for s in specs} == {(lr, r) for lr in (0.03, 0.1, 0.3, 1.0) for r in (0.0, 0.02, 0.05, 0.1)}
+    fedavg = {study.runs[r].training["lr"] for r, _ in study.experiments["tune_dir0p3_fedavg"]}
+    assert fedavg == set(lb["tuning"]["lr_only"]) and len(fedavg) == 16  # no own key: 16 lr values
     for rid in study.runs:  # every tuning run: validation split, the shorter horizon (scaled), the tuning seed
         s = study.runs[rid]
         assert s.training["holdout"] == 0.1 and s.training["rounds"] == 5 and s.seed == 0 and s.partition == "dir0.3-norep"
@@ -124,7 +130,8 @@ def test_plan_counts_the_runs_of_the_full_config():
     for m, g in methods.items():
         for v in g.values():
             grid[m] *= len(v)
-    assert est["tuning"]["runs"] == sum(4 * n for n in grid.values())  # lr grid of 4 x each method's grid, seed 0
+    assert est["tuning"]["runs"] == 16 * len(methods)  # equal trials: 16 per method, seed 0
+    assert all(n == 4 or not methods[m] for m, n in grid.items())  # 4 lr x 4 own points, or 16 lr values
     assert est["final"]["runs"] == len(methods) * 3 * 3  # methods x partitions x seeds
     assert est["methods"] == len(methods) and 0 < est["total"]["wall_h"] < 12  # one night on 2 cores
     assert provisional_choice(prepare(copy.deepcopy(cfg))[1])["partitions"].keys() == {"dir0.3"}

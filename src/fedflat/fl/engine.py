@@ -411,8 +411,11 @@ def validation_view(data: ArrayDataset, idx: torch.Tensor) -> ArrayDataset:
 
 
 def environment() -> dict:
-    return {"fedflat": __version__, "torch": torch.__version__, "python": sys.version.split()[0],
-            "platform": platform.platform(), "cuda": torch.version.cuda if torch.cuda.is_available() else None}
+    from ..util.provenance import source_commit
+
+    return {"fedflat": __version__, "git_commit": source_commit(), "torch": torch.__version__,
+            "python": sys.version.split()[0], "platform": platform.platform(),
+            "cuda": torch.version.cuda if torch.cuda.is_available() else None}
 
 
 def train(spec: RunSpec, out_dir: str | Path, partition_path: str | Path, data_root: str | Path = "data",

@@ -189,3 +189,15 @@ def fallback_experiments(study) -> dict[str, list[tuple[str, dict]]]:
         study.final_cache.update(fallback_key=key, fallback=fb,
                                  fallbacks=_register(study, "fallback", study.final_cache["chosen"], fb))
     return study.final_cache["fallbacks"]
+
+
+def register_known_stages(study) -> None:
+    """Register the runs of every stage whose checkpoint file already exists (evidence export, progress): a
+    read, never a build. Stages whose checkpoint is missing stay unregistered."""
+    if not Path(choice_path(study)).exists():
+        return
+    study.choice = lambda: json.loads(Path(choice_path(study)).read_text())  # the file, not a checkpoint getter
+    final_experiments(study)
+    if fallback_on(study) and Path(fallback_path(study)).exists():
+        study.fallback = lambda: json.loads(Path(fallback_path(study)).read_text())
+        fallback_experiments(study)

@@ -38,7 +38,7 @@ from typing import Any
 from ..errors import ConfigError, choice_error
 
 KEYS = ("dataset", "model", "partitions", "seeds", "tuning", "methods", "excluded")
-TUNING_KEYS = ("partitions", "seeds", "rounds", "holdout", "metric", "lr", "budget", "on_divergence")
+TUNING_KEYS = ("partitions", "seeds", "rounds", "holdout", "metric", "trials", "lr", "lr_only", "on_divergence")
 ON_DIVERGENCE = ("none", "lower_lr")
 FIGURES = {"pareto_communication": "Communication", "pareto_compute": "Computation",
            "flatness_vs_accuracy": "Flatness vs accuracy", "rank_stability": "Rank stability"}
@@ -74,7 +74,7 @@ def _seed(key, x):
         raise ConfigError(f"{key}: seeds must be integers >= 0, got {x!r}")
 
 
-def _check_method(name: str, grid, budget: int) -> dict:
+def _check_method(name: str, grid, trials: int | None, lr: list, lr_only: list) -> dict:
     from ..algorithms import PRESETS
     from ..algorithms.oracle import DIAGNOSTIC_PRESETS
     from ..algorithms.presets_personal import PERSONAL_PRESETS
@@ -101,9 +101,12 @@ def _check_method(name: str, grid, budget: int) -> dict:
     points = 1
     for values in grid.values():
         points *= len(values)
-    if points > budget:
-        raise ConfigError(f"{key}: {points} grid points exceed the tuning budget of {budget} per method "
-                          f"(leaderboard.tuning.budget): the same budget for every method")
+    n = len(lr_only) if not grid else points * len(lr)
+    if trials is not None and n != trials:
+        how = (f"leaderboard.tuning.lr_only has {len(lr_only)} values" if not grid else
+               f"{points} grid points x {len(lr)} lr values (leaderboard.tuning.lr)")
+        raise ConfigError(f"{key}: {how} = {n} trials, not leaderboard.tuning.trials = {trials}: every method gets "
+                          f"the same number of trials")
     return {k: list(v) for k, v in grid.items()}
 
 
@@ -141,18 +144,20 @@ def check(lb: Any) -> dict:
     metric = tu.get("metric", "last10_acc")
     if metric not in METRICS:
         raise choice_error("leaderboard.tuning.metric", metric, METRICS)
-    for k in ("rounds", "budget"):
-        v = tu.get(k)
+    for k in ("rounds", "trials"):
+        v = tu.get(k, 1 if k == "trials" else None)
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ConfigError(f"leaderboard.tuning.{k}: must be an integer >= 1, got {v!r}")
-    budget = tu["budget"]
+    trials = tu.get("trials")  # None: grids of any size (small test studies); set: every method exactly this many
+    lr = _list(tu.get("lr"), "leaderboard.tuning.lr", _pos_number)
+    lr_only = _list(tu.get("lr_only", lr), "leaderboard.tuning.lr_only", _pos_number)
     on_div = tu.get("on_divergence", "none")
     if on_div not in ON_DIVERGENCE:
         raise choice_error("leaderboard.tuning.on_divergence", on_div, ON_DIVERGENCE)
     methods = lb.get("methods")
     if not isinstance(methods, dict) or not methods:
         raise ConfigError("leaderboard.methods: a non-empty mapping of preset to its grid")
-    grids = {name: _check_method(name, g, budget) for name, g in methods.items()}
+    grids = {name: _check_method(name, g, trials, lr, lr_only) for name, g in methods.items()}
     excluded = lb.get("excluded") or {}
     if not isinstance(excluded, dict):
         raise ConfigError("leaderboard.excluded: a mapping of preset to the reason it is not ranked")
@@ -173,9 +178,8 @@ def check(lb: Any) -> dict:
                           f"nor excluded with a reason (leaderboard.excluded)")
     return {"dataset": lb["dataset"], "model": lb["model"], "partitions": list(parts), "seeds": list(seeds),
             "tuning": {"partitions": list(tparts), "seeds": list(_list(tu.get("seeds"), "leaderboard.tuning.seeds", _seed)),
-                       "rounds": tu["rounds"], "holdout": float(h), "metric": metric, "budget": budget,
-                       "on_divergence": on_div,
-                       "lr": list(_list(tu.get("lr"), "leaderboard.tuning.lr", _pos_number))},
+                       "rounds": tu["rounds"], "holdout": float(h), "metric": metric, "trials": trials,
+                       "on_divergence": on_div, "lr": list(lr), "lr_only": list(lr_only)},
             "methods": grids, "excluded": dict(excluded)}
 
 
@@ -183,6 +187,11 @@ def grid_points(grid: dict) -> list[dict]:
     """The method's grid as a list of settings, in the order of its lists ({} : one empty setting)."""
     keys = list(grid)
     return [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))]
+
+
+def lr_grid(p: dict, method: str) -> list:
+    """The method's lr values: the shared grid, or the denser lr_only grid for a method with no own key."""
+    return p["tuning"]["lr"] if p["methods"][method] else p["tuning"]["lr_only"]
 
 
 def _tuning_experiments(p: dict) -> dict:
@@ -194,12 +203,12 @@ def _tuning_experiments(p: dict) -> dict:
         for name, grid in p["methods"].items():
             label = PRESETS.get(name).label
             out[exp_name("tune", part, name)] = {
-                "description": f"tuning {label} on {part}: lr {tu['lr']} x {setting_text(grid) or 'no own hyperparameter'}",
+                "description": f"tuning {label} on {part}: lr {lr_grid(p, name)} x {setting_text(grid) or 'no own hyperparameter'}",
                 "datasets": [p["dataset"]], "models": [p["model"]], "partitions": [part], "seeds": tu["seeds"],
                 "training": {"rounds": tu["rounds"], "holdout": tu["holdout"]},
                 "algorithms": [{"preset": name, "label": " ".join(x for x in (label, setting_text({"lr": lr, **pt})) if x),
                                 "params": pt, "training": {"lr": lr}}
-                               for lr in tu["lr"] for pt in grid_points(grid)]}
+                               for lr in lr_grid(p, name) for pt in grid_points(grid)]}
     return out
 
 
@@ -260,8 +269,8 @@ def prepare(config: dict, chosen: dict | None = None, fallback: dict | None = No
 def _tuning_note(p: dict) -> str:
     tu = p["tuning"]
     where = ", ".join(tu["partitions"])
-    return (f"Grid: lr in {tu['lr']} for every method times at most {tu['budget']} points of the method's own key "
-            f"hyperparameters; the shorter horizon leaderboard.tuning.rounds ({tu['rounds']} at paper scale, scaled "
+    return (f"Grid: {tu['trials']} trials per method: lr in {tu['lr']} times 4 points of the method's own key "
+            f"hyperparameters, or lr in {tu['lr_only']} for a method without one; the shorter horizon leaderboard.tuning.rounds ({tu['rounds']} at paper scale, scaled "
             f"like the rounds at a smaller one), seeds {tu['seeds']}, tuned on {where} "
             f"(partitions not tuned take that choice); {100 * tu['holdout']:g} % of every client's training samples "
             f"held out as the validation split.")

@@ -1,10 +1,12 @@
-"""The leaderboard's statistics: ranks, Pareto frontiers, cost to reach an accuracy, rank correlations with
-bootstrap confidence intervals. Plain numpy/scipy on small arrays; each is tested on hand-made inputs."""
+"""The leaderboard's statistics: ranks, Pareto frontiers, cost to reach an accuracy; rank correlations and
+their bootstrap intervals come from fedflat.util.stats. Plain numpy/scipy on small arrays; each is tested on hand-made inputs."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
+
+from ..util.stats import bootstrap_ci, kendall, spearman  # noqa: F401  (one NaN-safe bootstrap for the project)
 
 
 def ranks(scores: dict[str, float]) -> dict[str, float]:
@@ -37,41 +39,3 @@ def cost_to_reach(acc: np.ndarray, cost: np.ndarray, target: float) -> float:
     acc = np.asarray(acc, dtype=float)
     hit = np.flatnonzero(np.nan_to_num(acc, nan=-np.inf) >= target)
     return float(cum[hit[0]]) if hit.size else float("nan")
-
-
-def spearman(x, y) -> float:
-    from scipy.stats import spearmanr
-
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    ok = ~(np.isnan(x) | np.isnan(y))
-    if ok.sum() < 3 or np.ptp(x[ok]) == 0 or np.ptp(y[ok]) == 0:
-        return float("nan")
-    return float(spearmanr(x[ok], y[ok]).statistic)
-
-
-def kendall(x, y) -> float:
-    from scipy.stats import kendalltau
-
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    ok = ~(np.isnan(x) | np.isnan(y))
-    if ok.sum() < 3:
-        return float("nan")
-    return float(kendalltau(x[ok], y[ok]).statistic)
-
-
-def bootstrap_ci(x, y, stat=spearman, reps: int = 2000, level: float = 0.95, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of stat(x, y), resampling the (x, y) pairs (the methods) with replacement.
-    Resamples where the statistic is undefined (e.g. all x tied) are dropped; NaN if none is defined."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    rng = np.random.default_rng(seed)
-    n = len(x)
-    vals = []
-    for _ in range(reps):
-        i = rng.integers(0, n, n)
-        v = stat(x[i], y[i])
-        if not math.isnan(v):
-            vals.append(v)
-    if not vals:
-        return float("nan"), float("nan")
-    lo, hi = np.quantile(vals, [(1 - level) / 2, 1 - (1 - level) / 2])
-    return float(lo), float(hi)

@@ -24,8 +24,9 @@ def protocol_text(m: dict) -> str:
     return (f"Data: {prov}. Model: {p['model']}. {tr['num_clients']} clients, {100 * tr['participation']:g} % "
             f"participation, {tr['rounds']} rounds, {tr['local_steps']} local steps of batch {tr['batch_size']} for "
             f"every method (one round and one local-work budget), seeds {p['seeds']}. Tuning, the same for every "
-            f"method: lr in {tu['lr']} times at most {tu['budget']} points of its own key hyperparameters, "
-            f"{tu['rounds']} rounds, seeds {tu['seeds']}, on {', '.join(tu['partitions'])}, scored by {tu['metric']} "
+            f"method: {tu['trials']} trials of {tu['rounds']} rounds each: lr in {tu['lr']} times 4 points of its own "
+            f"key hyperparameters, or {len(tu['lr_only'])} lr values for a method without one; "
+            f"seeds {tu['seeds']}, on {', '.join(tu['partitions'])}, scored by {tu['metric']} "
             f"on a validation split of {100 * tu['holdout']:g} % of every client's training samples (never the test "
             f"split); grid, scores and choices: tuning.md.{_fallback_rule(tu)}{scale}")
 

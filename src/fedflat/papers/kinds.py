@@ -200,6 +200,11 @@ def _cells(study, name: str, spec: dict) -> tuple[list[dict], list[dict], list[l
     return rows, cols, grid
 
 
+def table_cells(study, name: str, spec: dict):
+    """(rows, column groups x metrics, runs per cell) of a paper_table: what evidence.cells and trace read."""
+    return _cells(study, name, spec)
+
+
 @TABLE_KINDS.register("paper_table")
 class PaperTable:
     @staticmethod

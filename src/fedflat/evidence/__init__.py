@@ -1,0 +1,11 @@
+"""Committed evidence: every published number travels with the per-run records it comes from.
+
+records -- one compact row per run (settings that vary, seed, provenance, accuracy, curvature, cost, commit)
+export  -- a study's results/ tree -> results/evidence/<study>/{runs.csv, cells.csv, tables/}, figures/evidence/
+store   -- reading the committed evidence back (pandas), on a fresh clone without run directories
+markers -- the begin/end markers of generated blocks in Markdown files
+pages   -- which file holds which generated block; render them, or check them against the evidence (drift)
+blocks_* -- the blocks themselves: tables and statistics computed from the evidence only
+atlas   -- docs/atlas.md: per paper and target, what is published, reproduced, out of reach
+trace   -- the runs behind one table cell
+"""

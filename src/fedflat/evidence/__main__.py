@@ -1,0 +1,59 @@
+"""python -m fedflat.evidence COMMAND
+
+  export CONFIG [--scale S]        write results/evidence/<study>/ from this machine's results/ tree
+  pages [--check]                  re-render the result pages from the committed evidence (or check for drift)
+  trace STUDY TABLE ROW COLUMN     the runs behind one table cell (run ids, seeds, settings, commit)"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv=None) -> int:
+    from ..errors import ConfigError
+
+    ap = argparse.ArgumentParser(prog="python -m fedflat.evidence", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    ex = sub.add_parser("export", help="export a study's evidence from results/")
+    ex.add_argument("config")
+    ex.add_argument("--scale", default=None)
+    ex.add_argument("--prune", action="store_true", help="drop records of runs absent from this results/ tree")
+    pg = sub.add_parser("pages", help="render the result pages from the evidence")
+    pg.add_argument("--check", action="store_true", help="exit 1 if a page differs from what the evidence renders")
+    tr = sub.add_parser("trace", help="the runs behind one table cell")
+    for k in ("study", "table", "row", "column"):
+        tr.add_argument(k)
+    a = ap.parse_args(argv)
+    try:
+        if a.cmd == "export":
+            from ..study import load_config_file, load_study
+            from .export import export_study
+
+            cfg = load_config_file(a.config)
+            if a.scale:
+                cfg["scale"] = a.scale
+            n = export_study(load_study(cfg), prune=a.prune)
+            print(f"{cfg.get('study')}: {n['runs']} run records ({n['new']} new), {n['cells']} cells, "
+                  f"{n['tables']} table files, {n['figures']} figures")
+        elif a.cmd == "pages":
+            from .pages import drift, write
+
+            if a.check:
+                bad = drift()
+                print("\n".join(bad) or "every page matches the committed evidence")
+                return 1 if bad else 0
+            changed = write()
+            print("re-rendered: " + (", ".join(changed) if changed else "nothing changed"))
+        else:
+            from .trace import render
+
+            print(render(a.study, a.table, a.row, a.column))
+    except ConfigError as exc:
+        print(f"fedflat.evidence: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""Generated blocks of docs/leaderboard.md and the README's leaderboard section, from the leaderboard's
+committed evidence and its config (never from run directories)."""
+from __future__ import annotations
+
+import math
+
+from . import lbstats
+
+
+def _config(ctx) -> dict:
+    from ..study import load_config_file
+
+    return load_config_file(ctx.config("leaderboard.yaml"))["leaderboard"]
+
+
+def _title(partition: str) -> str:
+    base = partition.split("-")[0]
+    return f"Dir({base[3:]})" if base.startswith("dir") else base.upper()
+
+
+def _f(x, d=2) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{d}f}"
+
+
+def status(ctx) -> str:
+    runs = ctx.evidence("leaderboard").runs()
+    lb = _config(ctx)
+    n_methods = len(lb["methods"])
+    if runs.empty:
+        return "No leaderboard run is in the committed evidence yet."
+    counts = lbstats.stage_counts(runs)
+    lines = [f"Committed evidence: `results/evidence/leaderboard/runs.csv` ({len(runs)} runs; {n_methods} methods "
+             f"ranked by `config/leaderboard.yaml`).", "", "| stage | runs | completed | diverged |", "|---|---|---|---|"]
+    for stage, row in counts.iterrows():
+        lines.append(f"| {stage} | {row['runs']} | {row['completed']} | {row['diverged']} |")
+    screen = int(counts.loc["screen", "runs"]) if "screen" in counts.index else 0
+    expected = n_methods * int(lb["tuning"]["trials"]) * len(lb["tuning"]["partitions"]) * len(lb["tuning"]["seeds"])
+    lines += ["", f"Screen: {screen} of {expected} trials in the evidence."]
+    return "\n".join(lines)
+
+
+def screen(ctx) -> str:
+    runs = ctx.evidence("leaderboard").runs()
+    lb = _config(ctx)
+    tu = lb["tuning"]
+    expected = len(lb["methods"]) * int(tu["trials"])
+    ch = lbstats.screen_choices(runs, lb["methods"], tu["lr"], tu["lr_only"], tu.get("metric", "last10_acc"))
+    got = int((lbstats.with_stage(runs)["stage"] == "screen").sum()) if len(runs) else 0
+    if got < expected:
+        return (f"The screen is not complete in the evidence ({got} of {expected} trials): its choices and counts "
+                f"appear here once every trial has run.")
+    rho = ch[ch["preset"].map(lambda p: "rho" in lb["methods"].get(p, {}))]
+    edge_lr = ch[ch["edges"].map(lambda e: "lr" in e)]
+    edge_key = ch[ch["edges"].map(lambda e: any(k != "lr" for k in e))]
+    multi = [p for p, g in lb["methods"].items() if any(len(v) >= 3 for v in g.values())]
+    lines = [f"- {len(ch)} methods have a completed screen cell; the best validation score is "
+             f"{_f(ch['score'].max())} % ({ch.loc[ch['score'].idxmax(), 'label']}).",
+             f"- ρ = 0 (the ascent switched off) is the best screen cell for {int(rho['rho0'].sum())} of the "
+             f"{len(rho)} methods with a radius grid" + (": " + ", ".join(sorted(rho.loc[rho['rho0'], 'label'].map(lambda s: s.split(' lr=')[0]))) if rho['rho0'].any() else "") + ".",
+             f"- The chosen lr sits on an edge of the lr grid for {len(edge_lr)} of {len(ch)} methods"
+             + (": " + ", ".join(f"{r.label.split(' lr=')[0]} ({r.lr:g})" for r in edge_lr.itertuples()) if len(edge_lr) else "") + ".",
+             f"- An own key with 3 or more values sits on an edge of its grid for {len(edge_key)} of the {len(multi)} "
+             f"methods with such a key" + (": " + ", ".join(f"{r.label.split(' lr=')[0]}" for r in edge_key.itertuples()) if len(edge_key) else "") + "."]
+    return "\n".join(lines)
+
+
+def top(ctx, n: int = 10) -> str:
+    runs = ctx.evidence("leaderboard").runs()
+    ranks = lbstats.primary_ranks(runs) if len(runs) else None
+    if ranks is None or ranks.empty:
+        return "No final run is in the committed evidence yet: the ranking appears here when the final stage has run."
+    parts = sorted(ranks["partition"].unique(), key=lambda p: (p != "iid", -float(p.split("-")[0][3:] or 0) if p.startswith("dir") else 0))
+    wide = ranks.pivot(index="preset", columns="partition", values="rank")
+    order = ranks.groupby("preset")["mean_rank"].first().sort_values(kind="stable")
+    head = "| Method | " + " | ".join(_title(p) for p in parts) + " | mean rank |"
+    lines = [head, "|---" * (len(parts) + 2) + "|"]
+    by = {(r.preset, r.partition): r for r in ranks.itertuples()}
+    for preset in order.index[:n]:
+        cells = []
+        for p in parts:
+            r = by.get((preset, p))
+            if r is None:
+                cells.append("-")
+            elif r.diverged:
+                cells.append(f"diverged {r.diverged}/{r.seeds} ({_f(r.mean)}) ({r.rank:g})")
+            else:
+                cells.append(f"{_f(r.mean)} ± {_f(r.std)} ({r.rank:g}, band {r.band})")
+        label = ranks.loc[ranks["preset"] == preset, "label"].iloc[0]
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {order[preset]:.2f} |")
+    return "\n".join(lines)
+
+
+def statistics(ctx) -> str:
+    runs = ctx.evidence("leaderboard").runs()
+    means = lbstats.final_means(runs) if len(runs) else None
+    if means is None or means.empty:
+        return "The statistics appear here when the final stage is in the evidence."
+    spread = lbstats.median_seed_std(means)
+    corr = lbstats.partition_correlations(means)
+    r = lbstats.with_stage(runs)
+    fin = r[r["stage"] == "final"]
+    div = fin[fin["status"] != "completed"]
+    lines = ["| quantity | value |", "|---|---|"]
+    for p, v in spread.items():
+        lines.append(f"| median seed std of final accuracy, {_title(p)} | {_f(v)} points |")
+    for c in corr:
+        lines.append(f"| Kendall τ, {_title(c['a'])} vs {_title(c['b'])} (methods with every seed completed) | "
+                     f"{_f(c['value'])} [{_f(c['lo'])}, {_f(c['hi'])}], n = {c['n']} |")
+    lines.append(f"| diverged final runs | {len(div)} of {len(fin)} ({div[['partition', 'preset']].drop_duplicates().shape[0]} "
+                 f"(partition, method) pairs) |")
+    lines += ["", f"{len(corr)} rank correlations between partitions are reported here; intervals are 95 % "
+              f"percentile bootstraps over methods (pairs with a missing score dropped before resampling)."]
+    return "\n".join(lines)
+
+
+def cost(ctx) -> str:
+    from ..leaderboard.plan import estimate, render
+    from ..study import load_config_file
+
+    cfg = load_config_file(ctx.config("leaderboard.yaml"))
+    fallback = (cfg["leaderboard"].get("tuning") or {}).get("on_divergence") == "lower_lr"
+    return render(estimate(cfg, 2), 2, fallback=fallback)

@@ -1,0 +1,33 @@
+"""Our value of a table cell from the evidence, beside the paper's: the comparison the atlas and the result
+pages share (one definition of "within 2 points")."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+TOLERANCE = 2.0  # points: a reproduced cell within this of the published mean counts as matching
+
+# paper_table metrics -> runs.csv columns (others are shown in the rendered table, not compared here)
+METRIC_COLUMN = {"acc": "final_acc", "last10_acc": "last10_acc", "best_acc": "best_acc",
+                 "file:hessian.json:lambda_max": "lambda_max", "file:hessian.json:trace": "trace"}
+
+
+def cell_value(runs, run_ids: list[str], metric: str) -> tuple[float, int, int]:
+    """(mean over the cell's completed runs, completed runs, runs in the evidence) for one cell; NaN mean where
+    the metric has no runs.csv column or no run completed."""
+    col = METRIC_COLUMN.get(metric)
+    sub = runs[runs["run_id"].isin(run_ids)]
+    done = sub[sub["status"] == "completed"]
+    if col is None or done.empty:
+        return float("nan"), len(done), len(sub)
+    vals = done[col].to_numpy(dtype=float)
+    vals = vals[np.isfinite(vals)]
+    return (float(vals.mean()) if len(vals) else float("nan")), len(done), len(sub)
+
+
+def within(ours: float, published: float | None, tol: float = TOLERANCE) -> bool | None:
+    """|ours - published| <= tol; None where either is missing (not compared)."""
+    if published is None or ours is None or math.isnan(ours):
+        return None
+    return abs(ours - published) <= tol

@@ -1,0 +1,95 @@
+"""Export a study's evidence from a results/ tree: what exists, never what is missing.
+
+  results/evidence/<study>/runs.csv     one record per finished run (records.COLUMNS)
+  results/evidence/<study>/cells.csv    table, row, column, run_id: the runs behind every table cell
+  results/evidence/<study>/tables/      the rendered tables (.md, .csv) as the study's rules wrote them
+  figures/evidence/<study>/             the study's figures as PNG
+
+Run directories stay out of git; these files are committed (.gitignore exceptions) and the result pages are
+rendered from them alone. A run already in runs.csv but absent from this results/ tree is kept (a record is
+evidence of a run made on another machine or in an earlier session), unless `prune` is set."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from .cells import table_cells
+from .records import COLUMNS, run_record
+
+EVIDENCE = Path("results/evidence")
+FIGURES = Path("figures/evidence")
+
+
+def evidence_dir(study_name: str, root: Path = EVIDENCE) -> Path:
+    return Path(root) / study_name
+
+
+def _register_stages(study) -> None:
+    """Leaderboard: register the stages whose checkpoint files exist, so their runs are exported too."""
+    if study.leaderboard is not None:
+        from ..leaderboard.flow import register_known_stages
+
+        register_known_stages(study)
+
+
+def study_runs(study) -> dict[str, tuple[list[str], str]]:
+    """{run id: (experiments it belongs to, its algorithm label)} over every experiment of the study."""
+    out: dict[str, tuple[list[str], str]] = {}
+    for ename, entries in study.experiments.items():
+        for rid, lab in entries:
+            exps, _ = out.setdefault(rid, ([], lab.get("algorithm", "")))
+            exps.append(ename)
+    return out
+
+
+def export_study(study, root: Path = EVIDENCE, figures_root: Path = FIGURES, prune: bool = False) -> dict:
+    """Write the study's evidence; returns {runs, new, cells, tables, figures} counts."""
+    import pandas as pd
+
+    _register_stages(study)
+    name = study.config.get("study", "study")
+    out = evidence_dir(name, root)
+    out.mkdir(parents=True, exist_ok=True)
+    records = []
+    for rid, (exps, label) in sorted(study_runs(study).items()):
+        d = Path(study.run_dir(rid))
+        if (d / "summary.json").exists():
+            records.append(run_record(d, study.runs[rid], exps, label))
+    fresh = pd.DataFrame(records, columns=list(COLUMNS))
+    runs_csv = out / "runs.csv"
+    new = len(fresh)
+    if runs_csv.exists() and not prune:
+        old = pd.read_csv(runs_csv, dtype={"git_commit": str})
+        kept = old[~old["run_id"].isin(fresh["run_id"])]
+        new = len(fresh) - int(old["run_id"].isin(fresh["run_id"]).sum())
+        fresh = pd.concat([kept, fresh], ignore_index=True) if len(kept) else fresh
+    fresh = fresh.sort_values("run_id", kind="stable").reset_index(drop=True)
+    _write_csv(fresh, runs_csv)
+
+    cells = [{"table": t, "row": r, "column": c, "run_id": rid}
+             for t in study.tables for r, c, rid in table_cells(study, t)]
+    _write_csv(pd.DataFrame(cells, columns=["table", "row", "column", "run_id"]), out / "cells.csv")
+
+    tables = 0
+    for t in study.tables:
+        for ext in ("md", "csv"):
+            src = Path(study.tables_dir) / f"{t}.{ext}"
+            if src.exists():
+                (out / "tables").mkdir(exist_ok=True)
+                shutil.copyfile(src, out / "tables" / src.name)
+                tables += 1
+    figs = 0
+    for f in study.figures:
+        src = Path(study.figures_dir) / f"{f}.png"
+        if src.exists():
+            dst = Path(figures_root) / name / src.name
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dst)
+            figs += 1
+    return {"runs": len(fresh), "new": new, "cells": len(cells), "tables": tables, "figures": figs}
+
+
+def _write_csv(df, path: Path) -> None:
+    from ..util.io import write_text
+
+    write_text(path, df.to_csv(index=False, float_format="%.6g", lineterminator="\n"))

@@ -1,0 +1,132 @@
+"""The leaderboard's quoted statistics, computed from its evidence (runs.csv) alone: the screen's choices and
+edge-of-grid counts, seed spread, divergences, rank correlations between partitions. Each has a test."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from ..util.stats import correlation, kendall, seed_std
+
+STAGES = {"tune_": "screen", "cont_": "continuation", "final_": "final", "ablation_": "ablation", "fallback_": "fallback (v1)"}
+
+
+def stage_of(experiments: str) -> str:
+    """The stage of a run from the experiments it belongs to (the first that names one)."""
+    for e in str(experiments).split(";"):
+        for prefix, stage in STAGES.items():
+            if e.startswith(prefix):
+                return stage
+    return "other"
+
+
+def with_stage(runs: pd.DataFrame) -> pd.DataFrame:
+    return runs.assign(stage=runs["experiments"].map(stage_of), params=runs["hparams"].map(json.loads))
+
+
+def stage_counts(runs: pd.DataFrame) -> pd.DataFrame:
+    """stage x (runs, completed, diverged)."""
+    r = with_stage(runs)
+    g = r.groupby("stage", sort=False)["status"]
+    return pd.DataFrame({"runs": g.size(), "completed": g.apply(lambda s: int((s == "completed").sum())),
+                         "diverged": g.apply(lambda s: int((s != "completed").sum()))})
+
+
+def screen_choices(runs: pd.DataFrame, grids: dict[str, dict], lr: list, lr_only: list,
+                   metric: str = "last10_acc") -> pd.DataFrame:
+    """Per method (preset): its best screen cell (highest `metric` among completed runs; ties: the smaller lr,
+    then the earlier grid value) and whether the choice sits on an edge of its grid: the lr at the lowest or
+    highest grid value, or an own key with 3 or more values at its lowest or highest. `rho0` marks a choice
+    with rho = 0 (the method's ascent switched off)."""
+    r = with_stage(runs)
+    r = r[(r["stage"] == "screen") & (r["status"] == "completed")]
+    out = []
+    for preset, sub in r.groupby("preset", sort=True):
+        grid = grids.get(preset, {})
+        sub = sub.assign(_lr=sub["lr"].astype(float)).sort_values(["_lr"], kind="stable")
+        best = sub.loc[sub[metric].astype(float).idxmax()] if sub[metric].notna().any() else None
+        if best is None:
+            continue
+        lrs = lr if grid else lr_only
+        edges = []
+        if float(best["lr"]) in (min(lrs), max(lrs)):
+            edges.append("lr")
+        for k, values in grid.items():
+            if len(values) >= 3 and best["params"].get(k) in (min(values), max(values)):
+                edges.append(k)
+        out.append({"preset": preset, "label": best["label"], "lr": float(best["lr"]),
+                    "params": {k: best["params"].get(k) for k in grid}, "score": float(best[metric]),
+                    "edges": edges, "rho0": "rho" in grid and best["params"].get("rho") == 0.0,
+                    "cells": int(len(sub))})
+    return pd.DataFrame(out)
+
+
+def final_means(runs: pd.DataFrame) -> pd.DataFrame:
+    """method label x partition: mean final accuracy over completed seeds of the final stage (NaN if a seed
+    diverged: the strict rule), with the completed-seeds mean, seed std and seed count beside it."""
+    r = with_stage(runs)
+    r = r[r["stage"] == "final"]
+    rows = []
+    for (method, part), sub in r.groupby(["preset", "partition"], sort=True):
+        acc = sub["final_acc"].astype(float)
+        done = acc[sub["status"] == "completed"]
+        rows.append({"preset": method, "partition": part, "seeds": len(sub), "diverged": int((sub["status"] != "completed").sum()),
+                     "mean": float(done.mean()) if len(done) == len(sub) and len(done) else float("nan"),
+                     "mean_completed": float(done.mean()) if len(done) else float("nan"),
+                     "std": seed_std(done)})
+    return pd.DataFrame(rows)
+
+
+def median_seed_std(means: pd.DataFrame) -> dict[str, float]:
+    """Per partition: the median over methods of the seed standard deviation of final accuracy."""
+    return {p: float(np.nanmedian(g["std"])) for p, g in means.groupby("partition")} if len(means) else {}
+
+
+def partition_correlations(means: pd.DataFrame, column: str = "mean") -> list[dict]:
+    """Kendall tau between the per-method scores of every pair of partitions, with its bootstrap interval over
+    methods (methods without a score on either side dropped before resampling) and n."""
+    wide = means.pivot(index="preset", columns="partition", values=column)
+    parts = list(wide.columns)
+    out = []
+    for i, a in enumerate(parts):
+        for b in parts[i + 1:]:
+            out.append({"a": a, "b": b, **correlation(wide[a].to_numpy(), wide[b].to_numpy(), kendall)})
+    return out
+
+
+def primary_ranks(runs: pd.DataFrame) -> pd.DataFrame:
+    """The primary rank per partition (issue 24's rule): methods whose every final seed completed, by mean final
+    accuracy (rank 1 = best, ties share the mean rank); then every method with a diverged seed, below all of
+    them, ordered by its completed seeds' mean. Adds the tie band (util.stats.tie_bands over the seeds) and the
+    mean rank over partitions."""
+    from ..util.stats import tie_bands
+    from scipy.stats import rankdata
+
+    r = with_stage(runs)
+    r = r[r["stage"] == "final"]
+    rows = []
+    for part, sub in r.groupby("partition", sort=True):
+        cells = []
+        for (preset, label), g in sub.groupby(["preset", "label"], sort=True):
+            acc = g.loc[g["status"] == "completed", "final_acc"].astype(float).tolist()
+            cells.append({"partition": part, "preset": preset, "label": label.split(" lr=")[0],
+                          "diverged": int((g["status"] != "completed").sum()), "seeds": len(g), "accs": acc,
+                          "mean": float(np.mean(acc)) if acc else float("nan"), "std": seed_std(acc)})
+        ok = [c for c in cells if not c["diverged"]]
+        bad = [c for c in cells if c["diverged"]]
+        if ok:
+            for c, rk in zip(ok, rankdata([-c["mean"] for c in ok], method="average")):
+                c["rank"] = float(rk)
+        bad.sort(key=lambda c: -c["mean"] if np.isfinite(c["mean"]) else np.inf)
+        for i, c in enumerate(bad):
+            c["rank"] = float(len(ok) + 1 + i)
+        ordered = sorted(ok, key=lambda c: c["rank"]) + bad
+        bands = tie_bands([(c["preset"], c["accs"]) for c in ordered if not c["diverged"]])
+        for c in ordered:
+            c["band"] = bands.get(c["preset"])
+        rows += ordered
+    df = pd.DataFrame(rows)
+    if len(df):
+        df["mean_rank"] = df.groupby("preset")["rank"].transform("mean")
+    return df

@@ -1,0 +1,108 @@
+"""One compact, pandas-readable record per run: the settings that identify it, the seed, where its data came
+from, what it measured and what it cost, and which code made it. Built from the run directory's own files
+(summary.json, config.json, metrics.csv, hessian.json, benchmark.tsv)."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+# The order of runs.csv's columns (a test pins them: pages and trace read them by name).
+COLUMNS = (
+    "run_id", "settings_hash", "experiments", "label", "dataset", "partition", "model", "preset", "hparams",
+    "lr", "rounds", "local_steps", "batch_size", "num_clients", "participation", "holdout", "uplink", "seed",
+    "eval_split", "data", "status", "rounds_completed", "diverged_round", "final_acc", "last10_acc", "best_acc",
+    "final_loss", "flatness_mean", "lambda_max", "trace", "up_bytes_total", "down_bytes_total",
+    "grad_evals_per_step", "wall_time_s", "peak_rss_mb", "backend", "fedflat", "git_commit", "torch",
+)
+
+# What the test split of each data set is: every number measured on it says so (the README's data rule).
+PROVENANCE = {
+    "fmnist": "Fashion-MNIST, official training set only: train = images 0-49,999, test = images 50,000-59,999 "
+              "(held out of training; the official test file is not available offline)",
+    "mnist": "MNIST, official 60,000 / 10,000 split",
+    "digits": "scikit-learn digits (8x8), a stand-in at tiny scale",
+}
+
+
+def provenance(dataset: str, eval_split: str) -> str:
+    base = PROVENANCE.get(dataset.split("_as_")[0], PROVENANCE.get(dataset, f"{dataset}: its official split"))
+    if dataset.startswith("digits"):
+        base = PROVENANCE["digits"] + f" ({dataset})"
+    return base + ("; scored on the validation split carved from the training clients" if eval_split == "validation" else "")
+
+
+def _num(x) -> float:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return float("nan")
+    return v
+
+
+def _metrics_tail(path: Path) -> tuple[float, int | None]:
+    """(mean flatness distance over rounds, the round a diverged run stopped in) from metrics.csv."""
+    import pandas as pd
+
+    if not path.exists():
+        return float("nan"), None
+    m = pd.read_csv(path)
+    if m.empty:
+        return float("nan"), None
+    flat = float(m["flatness_distance"].mean()) if "flatness_distance" in m else float("nan")
+    bad = m[m["status"] != "ok"] if "status" in m else m.iloc[0:0]
+    return flat, (int(bad["round"].iloc[0]) if len(bad) else None)
+
+
+def _peak_rss(path: Path) -> float:
+    if not path.exists():
+        return float("nan")
+    lines = path.read_text().splitlines()
+    if len(lines) < 2:
+        return float("nan")
+    head, vals = lines[0].split("\t"), lines[-1].split("\t")
+    return _num(dict(zip(head, vals)).get("max_rss"))
+
+
+def run_record(run_dir: str | Path, spec, experiments: list[str], label: str) -> dict:
+    """The record of one finished run (summary.json present). `spec` is its RunSpec; `experiments` the study's
+    experiments it belongs to; `label` its algorithm label there."""
+    d = Path(run_dir)
+    s = json.loads((d / "summary.json").read_text())
+    cfg = json.loads((d / "config.json").read_text()) if (d / "config.json").exists() else {}
+    env = cfg.get("environment", {})
+    hess = json.loads((d / "hessian.json").read_text()) if (d / "hessian.json").exists() else {}
+    flat, bad_round = _metrics_tail(d / "metrics.csv")
+    tr = spec.training
+    ok = s["status"] == "completed"
+    eigs = hess.get("eigenvalues") or hess.get("top_eigenvalues") or []
+    lam = hess.get("lambda_max", eigs[0] if eigs else float("nan"))
+    return {
+        "run_id": spec.run_id(), "settings_hash": spec.digest(), "experiments": ";".join(experiments),
+        "label": label, "dataset": spec.dataset, "partition": spec.partition, "model": spec.model,
+        "preset": spec.algorithm, "hparams": json.dumps(spec.hparams, sort_keys=True),
+        "lr": tr["lr"], "rounds": tr["rounds"], "local_steps": tr["local_steps"], "batch_size": tr["batch_size"],
+        "num_clients": tr["num_clients"], "participation": tr["participation"], "holdout": tr.get("holdout", 0.0),
+        "uplink": json.dumps(spec.uplink, sort_keys=True) if spec.uplink else "", "seed": spec.seed,
+        "eval_split": s.get("eval_split", "test"), "data": provenance(spec.dataset, s.get("eval_split", "test")),
+        "status": s["status"], "rounds_completed": s.get("rounds_completed"),
+        "diverged_round": None if ok else (bad_round if bad_round is not None else s.get("rounds_completed")),
+        "final_acc": 100 * s["final_acc"] if ok else float("nan"),
+        "last10_acc": 100 * s["last10_acc"] if ok else float("nan"),
+        "best_acc": 100 * s["best_acc"] if s.get("best_acc") is not None else float("nan"),
+        "final_loss": _num(s.get("final_test_loss")) if ok else float("nan"),
+        "flatness_mean": flat if ok else float("nan"),
+        "lambda_max": _num(lam), "trace": _num(hess.get("trace")),
+        "up_bytes_total": s.get("up_bytes_total"), "down_bytes_total": s.get("down_bytes_total"),
+        "grad_evals_per_step": s.get("grad_evals_per_step"),
+        "wall_time_s": _num(s.get("wall_time")), "peak_rss_mb": _peak_rss(d / "benchmark.tsv"),
+        "backend": cfg.get("backend", s.get("backend")), "fedflat": env.get("fedflat"),
+        "git_commit": env.get("git_commit"), "torch": env.get("torch"),
+    }
+
+
+def is_finite(x) -> bool:
+    try:
+        return math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
