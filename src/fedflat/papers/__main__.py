@@ -1,5 +1,7 @@
 """`python -m fedflat.papers [PAPER ...] [--scale S] [--measure | --plan | --coverage | --settings]`:
 every target of the paper catalogs with the runs it needs and a compute estimate (Markdown table).
+`python -m fedflat.papers trace PAPER TABLE ROW COLUMN` lists the runs behind one cell of a table, from the
+committed evidence (fedflat.evidence.trace).
 
 --coverage prints the class coverage of every partition the catalogs build (papers/coverage.py);
 --settings prints each paper's settings statement with its sources, then every difference between
@@ -17,6 +19,11 @@ PAPERS = ("fednsam", "fedsagd", "fedsol", "fedsynsam", "fedtoga")
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["trace"]:  # `python -m fedflat.papers trace PAPER TABLE ROW COLUMN`: the runs behind a cell
+        from ..evidence.__main__ import main as evidence_main
+
+        return evidence_main(argv)
     from ..errors import ConfigError
     from ..study import load_config_file, load_study
     from .compute import summarise

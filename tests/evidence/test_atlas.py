@@ -1,0 +1,42 @@
+"""The atlas counts a cell as reproduced only when every run behind it at the paper's scale is in the evidence,
+compares it with the published mean, and links every gap over 2 points to its explanation."""
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from fedflat.study import load_config_file, load_study  # noqa: I001  (first: it registers every kind)
+from fedflat.evidence.atlas import anchor, paper_rows
+from fedflat.evidence.records import COLUMNS
+from fedflat.papers.kinds import table_cells
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_reproduced_cells_within_two_points_and_gap_links(tmp_path):
+    cfg = load_config_file(REPO / "config/papers/fedsynsam.yaml")
+    cfg["scale"] = "paper"
+    study = load_study(cfg)
+    rows, cols, grid = table_cells(study, "table1_hessian", study.tables["table1_hessian"])
+    pub = study.tables["table1_hessian"]["published"]
+    lam_col = next(j for j, c in enumerate(cols) if c["metric"] == "file:hessian.json:lambda_max")
+    records = []
+    # first row: lambda_max at the published value + 1 (within 2); second row: + 5 (a gap); others absent
+    for i, off in ((0, 1.0), (1, 5.0)):
+        target = float(str(pub[rows[i]["label"]][lam_col]).split("±")[0])
+        for rid, _ in grid[i][lam_col]:
+            rec = dict.fromkeys(COLUMNS)
+            rec.update(run_id=rid, status="completed", lambda_max=target + off, final_acc=80.0, hparams=json.dumps({}))
+            records.append(rec)
+    d = tmp_path / "fedsynsam"
+    d.mkdir()
+    pd.DataFrame(records, columns=list(COLUMNS)).to_csv(d / "runs.csv", index=False)
+    row = next(r for r in paper_rows("fedsynsam", REPO / "config/papers", tmp_path, tmp_path / "fig")
+               if r["target"] == "table1_hessian")
+    assert row["reproduced"] >= 2 and row["compared"] >= 2
+    assert row["within"] == row["compared"] - 1
+    (gap,) = row["gaps"]
+    assert gap[0] == rows[1]["label"] and abs(gap[3] - gap[2] - 5.0) < 1e-9
+    assert anchor("fedsynsam", "table1_hessian") == "fedsynsam-table1-hessian"
+    text = (REPO / "docs/reproduction.md").read_text()
+    assert f'<a id="{anchor("fedsynsam", "table1_hessian")}"></a>' in text  # the gap link has a target

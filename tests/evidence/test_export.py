@@ -1,0 +1,77 @@
+"""Evidence export: one record per finished run from the real on-disk files, cells per table, records of runs
+made elsewhere kept, nothing exported for a run that has not finished."""
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fedflat.evidence.export import export_study
+from fedflat.evidence.records import COLUMNS
+from fedflat.study import load_config_file, load_study
+
+from .helpers import write_run
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def tiny(tmp_path, monkeypatch):
+    study = load_study(load_config_file(REPO / "config" / "tiny.yaml"))
+    monkeypatch.chdir(tmp_path)
+    return study
+
+
+def test_records_come_from_the_run_files(tiny, tmp_path):
+    rids = sorted(tiny.runs)
+    done = rids[:3]
+    write_run(Path(tiny.run_dir(done[0])), tiny.runs[done[0]], 0.8125, lam=3.5)
+    write_run(Path(tiny.run_dir(done[1])), tiny.runs[done[1]], None)  # diverged in its last round
+    write_run(Path(tiny.run_dir(done[2])), tiny.runs[done[2]], 0.5, commit="def456")
+    n = export_study(tiny, root=Path("ev"), figures_root=Path("fig"))
+    assert n["runs"] == 3 and n["new"] == 3
+    runs = pd.read_csv("ev/tiny/runs.csv", dtype={"git_commit": str})
+    assert tuple(runs.columns) == COLUMNS
+    r = runs.set_index("run_id")
+    a, b = r.loc[done[0]], r.loc[done[1]]
+    spec = tiny.runs[done[0]]
+    assert a["final_acc"] == pytest.approx(81.25) and a["lambda_max"] == pytest.approx(3.5)
+    assert a["trace"] == pytest.approx(35.0) and a["flatness_mean"] == pytest.approx(5.0)
+    assert a["peak_rss_mb"] == pytest.approx(512.25) and a["git_commit"] == "abc123" and a["status"] == "completed"
+    assert a["settings_hash"] == spec.digest() and a["seed"] == spec.seed and a["preset"] == spec.algorithm
+    assert json.loads(a["hparams"]) == spec.hparams and a["lr"] == spec.training["lr"]
+    assert "digits" in a["data"]
+    assert b["status"] == "diverged" and b["diverged_round"] == 4 and pd.isna(b["final_acc"])
+    assert r.loc[done[2], "git_commit"] == "def456"
+    cells = pd.read_csv("ev/tiny/cells.csv")
+    assert set(cells["table"]) <= set(tiny.tables) and len(cells)
+    assert set(cells["run_id"]) <= set(tiny.runs)
+
+
+def test_reexport_keeps_records_of_runs_absent_here_unless_pruned(tiny):
+    rids = sorted(tiny.runs)
+    for rid in rids[:2]:
+        write_run(Path(tiny.run_dir(rid)), tiny.runs[rid], 0.7)
+    export_study(tiny, root=Path("ev"), figures_root=Path("fig"))
+    import shutil
+
+    shutil.rmtree(tiny.run_dir(rids[0]))  # a run made in an earlier session, gone from this machine
+    write_run(Path(tiny.run_dir(rids[1])), tiny.runs[rids[1]], 0.9)  # re-run: its record is replaced
+    n = export_study(tiny, root=Path("ev"), figures_root=Path("fig"))
+    runs = pd.read_csv("ev/tiny/runs.csv").set_index("run_id")
+    assert n["new"] == 0 and set(runs.index) == set(rids[:2])
+    assert runs.loc[rids[1], "final_acc"] == pytest.approx(90.0)
+    export_study(tiny, root=Path("ev"), figures_root=Path("fig"), prune=True)
+    assert set(pd.read_csv("ev/tiny/runs.csv")["run_id"]) == {rids[1]}
+
+
+def test_tables_and_figures_are_copied_when_they_exist(tiny):
+    t = next(iter(tiny.tables))
+    Path(tiny.tables_dir).mkdir(parents=True)
+    (Path(tiny.tables_dir) / f"{t}.md").write_text("| a |\n")
+    f = next(iter(tiny.figures))
+    Path(tiny.figures_dir).mkdir(parents=True)
+    (Path(tiny.figures_dir) / f"{f}.png").write_bytes(b"png")
+    n = export_study(tiny, root=Path("ev"), figures_root=Path("fig"))
+    assert n["tables"] == 1 and n["figures"] == 1 and n["runs"] == 0
+    assert Path(f"ev/tiny/tables/{t}.md").read_text() == "| a |\n" and Path(f"fig/tiny/{f}.png").exists()

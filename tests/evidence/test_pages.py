@@ -1,0 +1,54 @@
+"""The result pages against the committed evidence: the drift check is green on the repository, it fails when
+one number of a generated block is edited, and no measured number stands outside a generated block."""
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fedflat.evidence.pages import CHECKED, PAGES, Context, drift, stray_numbers, stray_report
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory):
+    """The pages, configs and evidence of the repository in a scratch directory (no run directory needed)."""
+    root = tmp_path_factory.mktemp("repo")
+    for p in list(PAGES) + ["docs/atlas.md"]:
+        (root / p).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(REPO / p, root / p)
+    shutil.copytree(REPO / "config", root / "config")
+    for d in ("results/evidence", "figures/evidence"):
+        if (REPO / d).exists():
+            shutil.copytree(REPO / d, root / d)
+    return root
+
+
+def test_the_committed_pages_match_the_committed_evidence(copy):
+    assert drift(Context(root=copy)) == []
+
+
+def test_editing_one_number_in_a_generated_block_is_caught(copy, tmp_path):
+    edited = tmp_path / "edited"
+    shutil.copytree(copy, edited)
+    page = edited / "docs/leaderboard.md"
+    text = page.read_text()
+    start = text.index("<!-- generated:leaderboard-cost -->")
+    row = text.index("| tuning |", start)
+    cell = text.index("|", row + len("| tuning |"))  # the runs column
+    n = text[row + len("| tuning |"):cell].strip()
+    page.write_text(text[:row] + f"| tuning | {int(n) + 1} " + text[cell:])
+    bad = drift(Context(root=edited))
+    assert len(bad) == 1 and bad[0].startswith("docs/leaderboard.md: differs from what the committed evidence renders")
+
+
+def test_no_measured_number_outside_a_generated_block():
+    assert stray_report(REPO) == [], "move the number into a generated block (fedflat.evidence.pages) or remove it"
+    assert set(CHECKED) <= set(PAGES)
+
+
+def test_the_number_check_can_fail():
+    page = ("## Results on real data\nFedAvg reaches 83.53 ± 0.91 here.\nat lr 0.1, ρ 0.05, Dir(0.3), {0.03, 0.1}\n"
+            "<!-- generated:x -->\n84.28\n<!-- /generated:x -->\n## Other\n1.23 is out of scope\n")
+    assert stray_numbers(page, ("## Results on real data",)) == ["line 2: FedAvg reaches 83.53 ± 0.91 here."]
+    assert len(stray_numbers(page)) == 2  # the whole page checked: the last line too
