@@ -10,7 +10,8 @@ from fedflat.study import load_config_file
 REPO = Path(__file__).resolve().parents[2]
 
 
-def small_config(methods: dict, seeds=(0,), lr=(0.1,), scale="tiny") -> dict:
+def small_config(methods: dict, seeds=(0,), lr=(0.1,), scale="tiny", continuation: dict | None = None) -> dict:
+    """continuation None: the screen's choice goes straight to the final runs (the v1 flow); a mapping: v2."""
     cfg = load_config_file(REPO / "config" / "leaderboard.yaml")
     cfg["scale"] = scale
     cfg["data_root"] = str(REPO / "data")
@@ -24,6 +25,9 @@ def small_config(methods: dict, seeds=(0,), lr=(0.1,), scale="tiny") -> dict:
     lb["tuning"]["lr"] = list(lr)
     lb["tuning"]["lr_only"] = list(lr)  # a method without own keys: the same lr values
     del lb["tuning"]["trials"]  # small grids of unequal size: the equal-trials check is test_protocol's
+    lb["tuning"].pop("continuation", None)
+    if continuation is not None:
+        lb["tuning"]["continuation"] = continuation
     return cfg
 
 

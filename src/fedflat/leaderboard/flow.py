@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 
 from ..errors import ConfigError
-from .protocol import CHOICE_FILE, FALLBACK_FILE, TUNING_TABLE, choice_for, exp_name, prepare
+from .protocol import CHOICE_FILE, FALLBACK_FILE, SCREEN_FILE, TUNING_TABLE, choice_for, exp_name, prepare
 
 
 def choice_path(study) -> str:
@@ -36,6 +36,14 @@ def fallback_path(study) -> str:
     return f"{study.tables_dir}/{FALLBACK_FILE}"
 
 
+def screen_path(study) -> str:
+    return f"{study.tables_dir}/{SCREEN_FILE}"
+
+
+def continuation_on(study) -> bool:
+    return bool(study.leaderboard["tuning"].get("continuation"))
+
+
 def tuning_inputs(study) -> list[str]:
     from ..study import table_inputs
 
@@ -43,27 +51,44 @@ def tuning_inputs(study) -> list[str]:
 
 
 def compute_choice(study) -> dict:
-    """Per tuning partition and method: the chosen lr and hyperparameters and their validation score (%),
-    or None where every grid point diverged (the method is then left out of the final runs, and said so)."""
+    """Per partition and method: the chosen lr and hyperparameters and their validation score (%), or None where
+    every candidate diverged (the method is then left out of the final runs, and said so). With the continuation,
+    every ranked partition picks from its own full-horizon runs (`cont_<partition>`); without it, the screen's
+    partitions pick from the screen and the others take the first one's choice."""
     p = study.leaderboard
     out = {"metric": study.tables[TUNING_TABLE]["metric"], "grid_lr": p["tuning"]["lr"], "grids": p["methods"],
            "partitions": {}}
+    if continuation_on(study):
+        continuation_experiments(study)
+        for part in p["partitions"]:
+            by_preset = _tuned_cells(study, part, list(p["methods"]), exps=[exp_name("cont", part)])
+            out["partitions"][part] = {m: by_preset.get(m) for m in p["methods"]}
+        out["stage"] = "continuation"
+        return out
     for part in p["tuning"]["partitions"]:
         by_preset = _tuned_cells(study, part, list(p["methods"]))
         out["partitions"][part] = {m: by_preset.get(m) for m in p["methods"]}
     return out
 
 
-def _tuned_cells(study, part: str, methods: list[str], below: dict | None = None) -> dict:
-    """{preset: {lr, params, score}} of the best validation cell of each method tuned on `part` (with `below`,
-    {preset: lr}: among its cells at a smaller lr); a method whose every such cell diverged is absent."""
-    from ..algorithms import PRESETS
-    from ..papers.kinds_tuning import GridSearchTable, grid_choice
+def _grid_manifest(study, exps: list[str]) -> dict:
+    from ..papers.kinds_tuning import GridSearchTable
 
-    p, spec = study.leaderboard, study.tables[TUNING_TABLE]
-    exps = [exp_name("tune", part, m) for m in methods]
+    spec = study.tables[TUNING_TABLE]
+    return GridSearchTable.manifest(study, TUNING_TABLE, {**spec, "experiments": exps})
+
+
+def _tuned_cells(study, part: str, methods: list[str], below: dict | None = None, exps: list[str] | None = None) -> dict:
+    """{preset: {lr, params, score}} of the best validation cell of each method tuned on `part` (with `below`,
+    {preset: lr}: among its cells at a smaller lr; with `exps`: among those experiments' runs instead of the
+    screen's); a method whose every such cell diverged is absent."""
+    from ..algorithms import PRESETS
+    from ..papers.kinds_tuning import grid_choice
+
+    p = study.leaderboard
+    exps = exps or [exp_name("tune", part, m) for m in methods]
     labels = {PRESETS.get(m).label: lr for m, lr in (below or {}).items()}
-    picks = grid_choice(GridSearchTable.manifest(study, TUNING_TABLE, {**spec, "experiments": exps}), labels)
+    picks = grid_choice(_grid_manifest(study, exps), labels)
     out = {}
     for c in picks.values():
         if c is not None:
@@ -94,20 +119,71 @@ def _ensure(compute, study, path: str, inputs, data_root: str) -> dict:
     return json.loads(Path(path).read_text())
 
 
+def compute_screen(study) -> dict:
+    """{cells: K, methods: {preset: [{lr, params, score}, ...]}}: each method's best K screen cells, best first
+    (ties: the earlier grid row, then the smaller lr), among the cells that completed: a diverged cell is never
+    continued. A method whose every cell diverged has an empty list."""
+    from ..papers.kinds_tuning import _means, _scores
+
+    p = study.leaderboard
+    k = p["tuning"]["continuation"]["cells"]
+    out = {"cells": k, "metric": study.tables[TUNING_TABLE]["metric"], "methods": {}}
+    part = p["tuning"]["partitions"][0]
+    for name, grid in p["methods"].items():
+        df = _scores(_grid_manifest(study, [exp_name("tune", part, name)]))
+        params = dict(zip(df["row"], df["row_params"].map(json.loads)))
+        mean = _means(df)
+        cells = [(acc, i, value, row) for i, (row, r) in enumerate(mean.iterrows())
+                 for value, acc in r.items() if acc == acc]
+        cells.sort(key=lambda c: (-c[0], c[1], c[2]))
+        out["methods"][name] = [{"lr": value, "params": {key: params[row[1]].get(key, vals[0]) for key, vals in grid.items()},
+                                 "score": float(acc)} for acc, _, value, row in cells[:k]]
+    return out
+
+
+def write_screen(study, out: str | Path) -> dict:
+    return _write(compute_screen, study, out)
+
+
+def ensure_screen(study, data_root: str) -> dict:
+    """In-process: train the screen runs that are missing, then write and return the screen's cells."""
+    return _ensure(compute_screen, study, screen_path(study), tuning_inputs, data_root)
+
+
+def continuation_experiments(study) -> dict[str, list[tuple[str, dict]]]:
+    """{partition: [(run id, labels)]} of the continuation runs, registered in `study` once the screen is known."""
+    if study.screen is None:
+        raise ConfigError("leaderboard: the screen's cells are unknown here; build through Snakemake or fedflat.papers.build")
+    screen = study.screen()
+    key = json.dumps(screen, sort_keys=True)
+    if study.final_cache.get("screen_key") != key:
+        study.final_cache.update(screen_key=key, screen=screen, conts=_register(study, "cont", screen=screen))
+    return study.final_cache["conts"]
+
+
+def choice_inputs(study) -> list[str]:
+    """What the choice checkpoint reads: the continuation runs with the continuation, else the screen's."""
+    if not continuation_on(study):
+        return tuning_inputs(study)
+    return [f"{study.run_dir(rid)}/summary.json" for entries in continuation_experiments(study).values()
+            for rid, _ in entries]
+
+
 def write_choice(study, out: str | Path) -> dict:
     return _write(compute_choice, study, out)
 
 
 def ensure_choice(study, data_root: str) -> dict:
     """In-process: train the tuning runs that are missing, then write and return the choice."""
-    return _ensure(compute_choice, study, choice_path(study), tuning_inputs, data_root)
+    return _ensure(compute_choice, study, choice_path(study), choice_inputs, data_root)
 
 
-def _register(study, stage: str, chosen: dict, fallback: dict | None = None) -> dict[str, list]:
+def _register(study, stage: str, chosen: dict | None = None, fallback: dict | None = None,
+              screen: dict | None = None) -> dict[str, list]:
     """Expand the `stage` experiments at the study's scale and register their runs, partitions and experiments."""
     from ..study import load_study
 
-    cfg, protocol = prepare(study.leaderboard["config"], chosen, fallback)
+    cfg, protocol = prepare(study.leaderboard["config"], chosen, fallback, screen)
     full = load_study(cfg)
     study.runs.update(full.runs)
     study.partitions.update(full.partitions)
@@ -128,8 +204,15 @@ def final_experiments(study) -> dict[str, list[tuple[str, dict]]]:
     key = json.dumps(chosen, sort_keys=True)
     if study.final_cache.get("key") != key:
         study.final_cache.clear()
-        study.final_cache.update(key=key, finals=_register(study, "final", chosen), chosen=chosen)
+        study.final_cache.update(key=key, finals=_register(study, "final", chosen), chosen=chosen,
+                                 ablations=_register(study, "ablation", chosen) if continuation_on(study) else {})
     return study.final_cache["finals"]
+
+
+def ablation_experiments(study) -> dict[str, list[tuple[str, dict]]]:
+    """{partition: [(run id, labels)]} of the rho = 0 ablations of the picks ({} without the continuation)."""
+    final_experiments(study)
+    return study.final_cache["ablations"]
 
 
 def fallback_on(study) -> bool:
@@ -194,9 +277,12 @@ def fallback_experiments(study) -> dict[str, list[tuple[str, dict]]]:
 def register_known_stages(study) -> None:
     """Register the runs of every stage whose checkpoint file already exists (evidence export, progress): a
     read, never a build. Stages whose checkpoint is missing stay unregistered."""
+    if continuation_on(study) and Path(screen_path(study)).exists():
+        study.screen = lambda: json.loads(Path(screen_path(study)).read_text())  # the file, not a checkpoint getter
+        continuation_experiments(study)
     if not Path(choice_path(study)).exists():
         return
-    study.choice = lambda: json.loads(Path(choice_path(study)).read_text())  # the file, not a checkpoint getter
+    study.choice = lambda: json.loads(Path(choice_path(study)).read_text())
     final_experiments(study)
     if fallback_on(study) and Path(fallback_path(study)).exists():
         study.fallback = lambda: json.loads(Path(fallback_path(study)).read_text())

@@ -24,7 +24,7 @@ def _stages(study) -> dict[str, dict]:
 
 
 def _inputs(study, name: str, hessian: bool) -> list[str]:
-    from .flow import choice_path, fallback_on, fallback_path
+    from .flow import choice_path, continuation_on, fallback_on, fallback_path
 
     _protocol(study, name)
     files = [choice_path(study)] + ([fallback_path(study)] if fallback_on(study) else [])
@@ -33,7 +33,33 @@ def _inputs(study, name: str, hessian: bool) -> list[str]:
             for rid, _ in entries:
                 d = study.run_dir(rid)
                 files += [f"{d}/summary.json", f"{d}/metrics.csv"] + ([f"{d}/hessian.json"] if hessian else [])
-    return files
+    if continuation_on(study):  # the rho = 0 ablations and the picks' own full-horizon validation runs
+        files += [f"{e['dir']}/summary.json" for a in _ablations(study) for e in a["pick"] + a["ablation"]]
+    return list(dict.fromkeys(files))
+
+
+def _ablations(study) -> list[dict]:
+    """Per (partition, SAM-type method): the pick's continuation runs and its rho = 0 twin's runs (validation)."""
+    from ..algorithms import PRESETS
+    from .flow import ablation_experiments, continuation_experiments
+    from .protocol import ablation_cell, choice_for
+
+    p = study.leaderboard
+    conts, ablations = continuation_experiments(study), ablation_experiments(study)
+    out = []
+    for part in p["partitions"]:
+        picks = choice_for(study.final_cache["chosen"], p, part)
+
+        def runs_at(entries, name, cell):
+            return [{"dir": study.run_dir(rid), "seed": lab["seed"]} for rid, lab in entries
+                    if lab["preset"] == name and study.runs[rid].training["lr"] == cell["lr"]
+                    and all(study.runs[rid].hparams.get(k) == v for k, v in cell["params"].items())]
+        for name, pick in picks.items():
+            a = ablation_cell(p, name, pick)
+            if a is not None:
+                out.append({"partition": part, "preset": name, "method": PRESETS.get(name).label, "pick": runs_at(
+                    conts.get(part, []), name, pick), "ablation": runs_at(ablations.get(part, []), name, a)})
+    return out
 
 
 def _effective_choice(chosen: dict, fallback: dict, p: dict, part: str) -> dict:
@@ -51,6 +77,7 @@ def _effective_choice(chosen: dict, fallback: dict, p: dict, part: str) -> dict:
 
 def _manifest(study, name: str, spec: dict) -> dict:
     from ..algorithms import PRESETS
+    from .flow import continuation_on
     from .protocol import exp_name
 
     p = _protocol(study, name)
@@ -71,8 +98,13 @@ def _manifest(study, name: str, spec: dict) -> dict:
     tr = next(iter(study.runs[rid] for runs in finals.values() for rid, _ in runs)).training if entries else {}
     tune_rid = study.experiments[exp_name("tune", p["tuning"]["partitions"][0], next(iter(p["methods"])))][0][0]
     tuning = {**p["tuning"], "rounds": study.runs[tune_rid].training["rounds"]}  # at the study's scale
+    trials = {PRESETS.get(m).label: len(study.experiments.get(exp_name("tune", p["tuning"]["partitions"][0], m), []))
+              for m in p["methods"]}
+    grids = {PRESETS.get(m).label: {"lr": p["tuning"]["lr"] if g else p["tuning"]["lr_only"], **g}
+             for m, g in p["methods"].items()}
     return {"title": spec.get("title", name), "partitions": p["partitions"], "entries": entries, "chosen": picks,
-            "fallback": diverged,
+            "fallback": diverged, "trials": trials, "grids": grids,
+            "ablations": _ablations(study) if continuation_on(study) else [],
             "protocol": {"dataset": p["dataset"], "model": p["model"], "seeds": p["seeds"], "tuning": tuning,
                          "excluded": {PRESETS.get(k).label: v for k, v in p["excluded"].items()},
                          "training": {k: tr.get(k) for k in ("num_clients", "participation", "rounds", "local_steps",

@@ -22,11 +22,26 @@ DISTILL_S = {"fedsynsam": 65.0, "dynafed": 65.0}  # FedSynSAM's 215 s vs FedSAM'
 MEASURED = ("fmnist", "mlp2")  # the CPU throughput above holds for this data set and model only
 
 
+def _stand_in(protocol: dict, method: str, i: int) -> dict:
+    """The i-th point of a method's grid (lr and own keys), with a positive radius where it has one, so that a
+    stand-in pick has a rho = 0 ablation like most real picks will."""
+    grid = protocol["methods"][method]
+    lrs = protocol["tuning"]["lr"] if grid else protocol["tuning"]["lr_only"]
+    points = [pt for pt in grid_points(grid) if pt.get("rho", 1) != 0] or grid_points(grid)
+    return {"lr": lrs[i % len(lrs)], "params": points[i % len(points)], "score": None}
+
+
+def provisional_screen(protocol: dict) -> dict:
+    """A stand-in screen (each method's first K grid points) with the continuation's run count."""
+    k = (protocol["tuning"]["continuation"] or {}).get("cells", 1)
+    return {"cells": k, "methods": {m: [_stand_in(protocol, m, i) for i in range(k)] for m in protocol["methods"]}}
+
+
 def provisional_choice(protocol: dict) -> dict:
     """A stand-in choice (each method's first grid point) with the run count and costs of the real one."""
-    picks = {m: {"lr": protocol["tuning"]["lr"][0], "params": grid_points(g)[0], "score": None}
-             for m, g in protocol["methods"].items()}
-    return {"partitions": {p: picks for p in protocol["tuning"]["partitions"]}}
+    picks = {m: _stand_in(protocol, m, 0) for m in protocol["methods"]}
+    parts = protocol["partitions"] if protocol["tuning"]["continuation"] else protocol["tuning"]["partitions"]
+    return {"partitions": {p: picks for p in parts}}
 
 
 def estimate(config: dict, cores: int = 2) -> dict:
@@ -34,12 +49,13 @@ def estimate(config: dict, cores: int = 2) -> dict:
     from ..study import load_study
 
     cfg, protocol = prepare(copy.deepcopy(config), None)
-    cfg_final, _ = prepare(copy.deepcopy(config), provisional_choice(protocol))
+    cfg_final, _ = prepare(copy.deepcopy(config), provisional_choice(protocol), screen=provisional_screen(protocol))
     study = load_study(cfg_final)
-    stages = {"tuning": [], "final": []}
+    names = {"tune_": "tuning", "cont_": "continuation", "final_": "final", "ablation_": "ablation"}
+    stages: dict[str, list] = {}
     for ename, entries in study.experiments.items():
-        stage = "tuning" if ename.startswith("tune_") else "final"
-        stages[stage] += [rid for rid, _ in entries]
+        stage = next(v for k, v in names.items() if ename.startswith(k))
+        stages.setdefault(stage, []).extend(rid for rid, _ in entries)
     out = {}
     for stage, rids in stages.items():
         rids = list(dict.fromkeys(rids))
@@ -55,6 +71,8 @@ def estimate(config: dict, cores: int = 2) -> dict:
         out[stage] = {"runs": len(rids), "sample_grads": grads, "cpu_core_h": cpu / 3600 if measured else nan,
                       "wall_h": cpu / 3600 / cores if measured else nan, "gpu_h": gpu / 3600}
     out["total"] = {k: sum(v[k] for v in out.values()) for k in ("runs", "sample_grads", "cpu_core_h", "wall_h", "gpu_h")}
+    if "ablation" in out:  # an ablation cell equal to a continued cell is one run: counted once, in the total
+        out["total"]["runs"] = len({r for rids in stages.values() for r in rids})
     out["methods"] = len(protocol["methods"])
     return out
 
@@ -62,7 +80,9 @@ def estimate(config: dict, cores: int = 2) -> dict:
 def render(est: dict, cores: int, fallback: bool = False) -> str:
     lines = [f"| stage | runs | sample-grads (1e9) | CPU core-h | wall h on {cores} cores | GPU h (assumed) |",
              "|---|---|---|---|---|---|"]
-    for stage in ("tuning", "final", "total"):
+    for stage in ("tuning", "continuation", "ablation", "final", "total"):
+        if stage not in est:
+            continue
         e = est[stage]
         lines.append(f"| {stage} | {e['runs']} | {e['sample_grads'] / 1e9:.3g} | {e['cpu_core_h']:.3g} | "
                      f"{e['wall_h']:.3g} | {e['gpu_h']:.3g} |")

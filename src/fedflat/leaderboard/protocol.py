@@ -38,11 +38,14 @@ from typing import Any
 from ..errors import ConfigError, choice_error
 
 KEYS = ("dataset", "model", "partitions", "seeds", "tuning", "methods", "excluded")
-TUNING_KEYS = ("partitions", "seeds", "rounds", "holdout", "metric", "trials", "lr", "lr_only", "on_divergence")
+TUNING_KEYS = ("partitions", "seeds", "rounds", "holdout", "metric", "trials", "lr", "lr_only", "on_divergence",
+               "continuation")
+CONTINUATION_KEYS = ("cells", "seeds")
 ON_DIVERGENCE = ("none", "lower_lr")
 FIGURES = {"pareto_communication": "Communication", "pareto_compute": "Computation",
            "flatness_vs_accuracy": "Flatness vs accuracy", "rank_stability": "Rank stability"}
 TUNING_TABLE, TABLE, CHOICE_FILE, FALLBACK_FILE = "tuning", "leaderboard", "tuning_choice.json", "fallback.json"
+SCREEN_FILE = "screen_choice.json"
 
 
 def is_leaderboard(config: dict) -> bool:
@@ -154,6 +157,10 @@ def check(lb: Any) -> dict:
     on_div = tu.get("on_divergence", "none")
     if on_div not in ON_DIVERGENCE:
         raise choice_error("leaderboard.tuning.on_divergence", on_div, ON_DIVERGENCE)
+    cont = _check_continuation(tu.get("continuation"))
+    if cont and on_div != "none":
+        raise ConfigError("leaderboard.tuning.on_divergence: the full-horizon continuation picks per partition before any "
+                          "final run; a post-hoc lr re-choice (lower_lr) cannot be combined with it: set none")
     methods = lb.get("methods")
     if not isinstance(methods, dict) or not methods:
         raise ConfigError("leaderboard.methods: a non-empty mapping of preset to its grid")
@@ -179,8 +186,24 @@ def check(lb: Any) -> dict:
     return {"dataset": lb["dataset"], "model": lb["model"], "partitions": list(parts), "seeds": list(seeds),
             "tuning": {"partitions": list(tparts), "seeds": list(_list(tu.get("seeds"), "leaderboard.tuning.seeds", _seed)),
                        "rounds": tu["rounds"], "holdout": float(h), "metric": metric, "trials": trials,
-                       "on_divergence": on_div, "lr": list(lr), "lr_only": list(lr_only)},
+                       "on_divergence": on_div, "lr": list(lr), "lr_only": list(lr_only), "continuation": cont},
             "methods": grids, "excluded": dict(excluded)}
+
+
+def _check_continuation(c) -> dict | None:
+    """`tuning.continuation: {cells: K, seeds: [...]}`: each method's best K screen cells run the full horizon on the
+    validation split of every ranked partition, and each partition picks its own cell from them."""
+    if c is None:
+        return None
+    if not isinstance(c, dict):
+        raise ConfigError("leaderboard.tuning.continuation: a mapping with " + ", ".join(CONTINUATION_KEYS))
+    bad = sorted(set(c) - set(CONTINUATION_KEYS))
+    if bad:
+        raise ConfigError(f"leaderboard.tuning.continuation: unknown key {bad[0]!r}; allowed: {', '.join(CONTINUATION_KEYS)}")
+    k = c.get("cells")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ConfigError(f"leaderboard.tuning.continuation.cells: an integer >= 1, got {k!r}")
+    return {"cells": k, "seeds": list(_list(c.get("seeds", [0]), "leaderboard.tuning.continuation.seeds", _seed))}
 
 
 def grid_points(grid: dict) -> list[dict]:
@@ -212,6 +235,56 @@ def _tuning_experiments(p: dict) -> dict:
     return out
 
 
+def _entry(name: str, lr: float, params: dict, holdout: float | None = None) -> dict:
+    from ..algorithms import PRESETS
+    from ..papers.kinds_tuning import setting_text
+
+    label = PRESETS.get(name).label
+    training = {"lr": lr, **({"holdout": holdout} if holdout else {})}
+    return {"preset": name, "label": " ".join(x for x in (label, setting_text({"lr": lr, **params})) if x),
+            "params": params, "training": training}
+
+
+def _continuation_experiments(p: dict, screen: dict) -> dict:
+    """`cont_<partition>`: each method's best screen cells (screen_choice.json) for the full horizon, on the
+    validation split of every ranked partition, with the continuation seeds."""
+    c = p["tuning"]["continuation"]
+    out = {}
+    for part in p["partitions"]:
+        algos = [_entry(name, cell["lr"], cell["params"], p["tuning"]["holdout"])
+                 for name, cells in screen["methods"].items() if name in p["methods"] for cell in cells]
+        if algos:
+            out[exp_name("cont", part)] = {
+                "description": f"leaderboard continuation on {part}: the best {c['cells']} screen cells of every "
+                               f"method, full horizon, validation split",
+                "datasets": [p["dataset"]], "models": [p["model"]], "partitions": [part], "seeds": c["seeds"],
+                "training": {"holdout": p["tuning"]["holdout"]}, "algorithms": algos}
+    return out
+
+
+def ablation_cell(p: dict, name: str, pick: dict | None) -> dict | None:
+    """The rho = 0 twin of a SAM-type method's pick (same lr and other keys), or None (no radius, or rho is 0)."""
+    if pick is None or "rho" not in p["methods"].get(name, {}) or pick["params"].get("rho") == 0.0:
+        return None
+    return {"lr": pick["lr"], "params": {**pick["params"], "rho": 0.0}}
+
+
+def _ablation_experiments(p: dict, picks: dict) -> dict:
+    """`ablation_<partition>`: the rho = 0 twin of every SAM-type method's pick on that partition, full horizon,
+    validation split, continuation seeds: does the ascent beat its own ablation?"""
+    c = p["tuning"]["continuation"]
+    out = {}
+    for part in p["partitions"]:
+        algos = [_entry(name, a["lr"], a["params"], p["tuning"]["holdout"])
+                 for name, pick in picks.get(part, {}).items() if (a := ablation_cell(p, name, pick))]
+        if algos:
+            out[exp_name("ablation", part)] = {
+                "description": f"leaderboard ablation on {part}: rho = 0 at each SAM-type method's pick",
+                "datasets": [p["dataset"]], "models": [p["model"]], "partitions": [part], "seeds": c["seeds"],
+                "training": {"holdout": p["tuning"]["holdout"]}, "algorithms": algos}
+    return out
+
+
 def choice_for(chosen: dict, protocol: dict, partition: str) -> dict:
     """The tuning's choice that applies to `partition`: its own where it was tuned, else the first tuned one's."""
     tuned = chosen["partitions"]
@@ -235,9 +308,10 @@ def _final_experiments(p: dict, picks: dict, stage: str = "final") -> dict:
     return out
 
 
-def prepare(config: dict, chosen: dict | None = None, fallback: dict | None = None) -> tuple[dict, dict]:
-    """(a plain study config: tuning experiments, final ones given `chosen`, fallback ones given `fallback`;
-    the protocol)."""
+def prepare(config: dict, chosen: dict | None = None, fallback: dict | None = None,
+            screen: dict | None = None) -> tuple[dict, dict]:
+    """(a plain study config: tuning (screen) experiments; the continuation given `screen`; final ones, and with
+    the continuation the rho = 0 ablations, given `chosen`; fallback ones given `fallback`; the protocol)."""
     if config.get("experiments"):
         raise ConfigError("experiments: a leaderboard config generates its experiments from leaderboard:; remove them")
     protocol = check(config["leaderboard"])
@@ -249,9 +323,13 @@ def prepare(config: dict, chosen: dict | None = None, fallback: dict | None = No
     cfg = copy.deepcopy(config)
     cfg.pop("leaderboard")
     cfg["experiments"] = _tuning_experiments(protocol)
+    if screen is not None and protocol["tuning"]["continuation"]:
+        cfg["experiments"].update(_continuation_experiments(protocol, screen))
     if chosen is not None:
         picks = {part: choice_for(chosen, protocol, part) for part in protocol["partitions"]}
         cfg["experiments"].update(_final_experiments(protocol, picks))
+        if protocol["tuning"]["continuation"]:
+            cfg["experiments"].update(_ablation_experiments(protocol, picks))
     if fallback is not None:
         picks = {part: {name: f["to"] for name, f in fb.items()} for part, fb in fallback["partitions"].items()}
         cfg["experiments"].update(_final_experiments(protocol, picks, stage="fallback"))

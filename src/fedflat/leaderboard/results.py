@@ -3,11 +3,13 @@ table and figure reads, computed in one place."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ..util.stats import tie_bands
 from .stats import cost_to_reach, ranks
 
 REACH = 0.99  # cost to reach = cost until the run first reaches 99 % of its own final (last-10 %) accuracy
@@ -68,10 +70,21 @@ def load_runs(entries: list[dict], hessian: bool = True) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def primary_rank(acc: dict[str, float], ok_acc: dict[str, float]) -> dict[str, float]:
+    """Rank 1 = the highest mean final accuracy among the methods whose every seed completed (`acc` finite; ties
+    share the mean rank); every method with a diverged seed ranks below all of them, ordered by its completed
+    seeds' mean (`ok_acc`; a method with no completed seed last)."""
+    done = {m: a for m, a in acc.items() if not math.isnan(a)}
+    out = ranks(done)
+    rest = ranks({m: ok_acc.get(m, float("nan")) for m in acc if m not in done})
+    return {**out, **{m: len(done) + r for m, r in rest.items()}}
+
+
 def per_method(runs: pd.DataFrame, partitions: list[str]) -> pd.DataFrame:
-    """One row per (partition, method): means over seeds (std of the final accuracy), the rank in its partition
-    by mean final accuracy. A method with a diverged seed gets no mean accuracy and ranks last; `ok_acc` and
-    `ok_std` keep the mean and std over its completed seeds, so the table can say what the others reached."""
+    """One row per (partition, method): means over seeds (std of the final accuracy), the primary rank in its
+    partition (`primary_rank`), the tie band (util.stats.tie_bands over the seeds of the methods that completed)
+    and the rank over completed seeds alone (`ok_rank`). A method with a diverged seed gets no mean accuracy;
+    `ok_acc` and `ok_std` keep the mean and std over its completed seeds, so the table can say what they reached."""
     cols = ["final_acc", "last10_acc", "lambda_max", "trace", "flatness", "up_floats", "down_floats",
             "grad_evals_per_step", "wall_time", "up_to_reach", "grads_to_reach"]
     g = runs.groupby(["partition", "method"], sort=False)
@@ -83,12 +96,17 @@ def per_method(runs: pd.DataFrame, partitions: list[str]) -> pd.DataFrame:
     out["preset"] = g["preset"].first()
     for c in ("final_acc", "last10_acc", "up_to_reach", "grads_to_reach"):
         out.loc[out["diverged"] > 0, c] = np.nan
+    seeds = g["final_acc"].apply(list)
     out = out.reset_index()
-    out["rank"] = out["ok_rank"] = np.nan
+    out["rank"] = out["ok_rank"] = out["band"] = np.nan
     for p in partitions:
         sel = out["partition"] == p
-        r = ranks(dict(zip(out.loc[sel, "method"], out.loc[sel, "final_acc"])))
+        r = primary_rank(dict(zip(out.loc[sel, "method"], out.loc[sel, "final_acc"])),
+                         dict(zip(out.loc[sel, "method"], out.loc[sel, "ok_acc"])))
         out.loc[sel, "rank"] = out.loc[sel, "method"].map(r)
+        done = out[sel & (out["diverged"] == 0)].sort_values("rank")
+        bands = tie_bands([(m, seeds[(p, m)]) for m in done["method"]])
+        out.loc[sel, "band"] = out.loc[sel, "method"].map(bands)
         # the same ranking over completed seeds only: where the two differ, a blow-up decided the rank
         r_ok = ranks(dict(zip(out.loc[sel, "method"], out.loc[sel, "ok_acc"])))
         out.loc[sel, "ok_rank"] = out.loc[sel, "method"].map(r_ok)

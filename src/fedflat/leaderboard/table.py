@@ -93,14 +93,55 @@ def _diverged_runs(runs: pd.DataFrame, agg: pd.DataFrame, fallback: dict, titles
             + "\n".join(lines) + tail)
 
 
-def _chosen_text(c: dict) -> str:
+def edges(c: dict, grid: dict) -> list[str]:
+    """The keys (lr included) whose chosen value lies on the edge of a grid of 3 or more values."""
+    if not c or not grid:
+        return []
+    picked = {"lr": c["lr"], **c["params"]}
+    return [k for k, vals in grid.items() if len(vals) >= 3 and picked.get(k) in (min(vals), max(vals))]
+
+
+def _chosen_text(c: dict, grid: dict | None = None) -> str:
     if not c:
         return "—"
     text = setting_text({"lr": c["lr"], **c["params"]})
+    edge = edges(c, grid or {})
+    text += f" [edge: {', '.join(edge)}]" if edge else ""
     return text + (f" (↓ from lr={c['from_lr']:g})" if "from_lr" in c else "")
 
 
-def _partition_table(df: pd.DataFrame, chosen: dict, fallback: bool) -> pd.DataFrame:
+def _ablation_section(m: dict, agg: pd.DataFrame, titles: dict) -> str:
+    """Does each SAM-type method's ascent beat its own rho = 0 ablation? Full-horizon validation score of the pick
+    against the same cell with rho = 0, judged against the seed spread of the method's final runs."""
+    if not m.get("ablations"):
+        return ""
+    import json
+
+    def score(runs):
+        vals = [json.loads((Path(r["dir"]) / "summary.json").read_text()) for r in runs]
+        vals = [100 * v["last10_acc"] for v in vals if v["status"] == "completed"]
+        return sum(vals) / len(vals) if len(vals) == len(runs) and vals else float("nan")
+
+    by = agg.set_index(["partition", "method"])
+    rows = []
+    for a in m["ablations"]:
+        pick, abl = score(a["pick"]), score(a["ablation"])
+        std = by["ok_std"].get((a["partition"], a["method"]), float("nan"))
+        d = pick - abl
+        verdict = ("—" if math.isnan(d) else "the ascent helps" if not math.isnan(std) and d > std else
+                   "ρ = 0 is better" if not math.isnan(std) and d < -std else "within the seed spread")
+        rows.append({"Partition": titles[a["partition"]], "Method": a["method"], "Pick (val. %)": _num(pick, "{:.2f}"),
+                     "ρ = 0 (val. %)": _num(abl, "{:.2f}"), "Δ": _num(d, "{:+.2f}"), "Seed std (final)": _num(std, "{:.2f}"),
+                     "Verdict": verdict})
+    t = pd.DataFrame(rows)
+    return ("## Does the ascent help? The ρ = 0 ablation\n\n" + t.to_markdown(index=False, disable_numparse=True)
+            + "\n\nPick and ρ = 0: mean validation accuracy over the last 10 % of the evaluated rounds at the full "
+              "horizon (the continuation seeds); the ascent helps where Δ exceeds the standard deviation of the "
+              "method's final test accuracy over seeds, and ρ = 0 is better where −Δ does.\n")
+
+
+def _partition_table(df: pd.DataFrame, chosen: dict, fallback: bool, trials: dict | None = None,
+                     grids: dict | None = None) -> pd.DataFrame:
     """One row per method; with the fallback rule the second rank is the one at the tuned lr alone (what the
     fallback changed), without it the rank over completed seeds (where a blow-up decided the place)."""
     rows = []
@@ -108,13 +149,14 @@ def _partition_table(df: pd.DataFrame, chosen: dict, fallback: bool) -> pd.DataF
     for _, r in df.iterrows():
         c = chosen.get(r["method"]) or {}
         acc = _diverged_text(r) if r["diverged"] else f"{r['final_acc']:.2f} ± {r['final_std']:.2f}"
-        rows.append({"Rank": _num(r["rank"], "{:g}"), second[0]: _num(r[second[1]], "{:g}"),
-                     "Method": r["method"], "Final acc (%)": acc,
+        rows.append({"Rank": _num(r["rank"], "{:g}"), "Band": _num(r.get("band"), "{:g}"),
+                     second[0]: _num(r[second[1]], "{:g}"),
+                     "Method": r["method"], "Trials": (trials or {}).get(r["method"], "—"), "Final acc (%)": acc,
                      "Last 10 % (%)": _num(r["last10_acc"], "{:.2f}"), "λ_max": _num(r["lambda_max"]),
                      "Tr(H)": _num(r["trace"]), "Flatness dist.": _num(r["flatness"]),
                      "Up floats/round": _num(r["up_floats"], "{:.4g}"), "Down floats/round": _num(r["down_floats"], "{:.4g}"),
                      "Grad evals/step": _num(r["grad_evals_per_step"], "{:g}"), "Wall s/run": _num(r["wall_time"], "{:.3g}"),
-                     "Chosen": _chosen_text(c)})
+                     "Chosen": _chosen_text(c, (grids or {}).get(r["method"]))})
     return pd.DataFrame(rows)
 
 
@@ -139,10 +181,13 @@ def render_leaderboard(m: dict, out_base: Path) -> pd.DataFrame:
                 rank_wide.map(lambda v: _num(v, "{:.3g}")).to_markdown(disable_numparse=True) + "\n"]
     tex = []
     for p in parts:
-        t = _partition_table(agg[agg["partition"] == p], m["chosen"].get(p, {}), fallback)
+        t = _partition_table(agg[agg["partition"] == p], m["chosen"].get(p, {}), fallback, m.get("trials"),
+                             m.get("grids"))
         sections += [f"## {titles[p]}\n", t.to_markdown(index=False, disable_numparse=True) + "\n"]
         tex.append(t.to_latex(index=False, escape=True, caption=f"Leaderboard, {titles[p]}", label=f"tab:leaderboard_{p}"))
     sections.append(_flatness_section(agg, m["chosen"], parts, titles))
+    if m.get("ablations"):
+        sections.append(_ablation_section(m, agg, titles))
     sections.append(_diverged_runs(runs, agg, m.get("fallback") or {}, titles, m["protocol"]["training"].get("rounds")))
     dropped = sorted({meth for p in parts for meth, c in m["chosen"].get(p, {}).items() if c is None})
     excluded = "; ".join(f"{k} ({v})" for k, v in m["protocol"]["excluded"].items())
@@ -151,8 +196,11 @@ def render_leaderboard(m: dict, out_base: Path) -> pd.DataFrame:
         f"of the evaluated rounds; λ_max, Tr(H): top Hessian eigenvalue and Hutchinson trace of the training loss at "
         f"the final model; flatness dist.: FedNSAM Def. 1, mean over rounds; floats per participating client and "
         f"round; grad evals/step: mini-batch gradient evaluations per local step; wall time per run on the machine "
-        f"that ran it. A method with a diverged seed has no mean and ranks last (\"diverged k/n\": k of its n "
-        f"seeds; the others' mean ± std in brackets); its curvature, flatness and wall time average its completed "
+        f"that ran it. A method with a diverged seed has no mean and ranks below every method whose seeds all completed, "
+        f"ordered by its completed seeds' mean (\"diverged k/n\": k of its n seeds; the others' mean ± std in "
+        f"brackets); Band: methods whose means differ by less than their pooled seed standard deviation share a "
+        f"band (opened by its best method); Trials: tuning trials of the method; [edge: k]: the chosen k lies on "
+        f"the edge of a grid of 3 or more values; its curvature, flatness and wall time average its completed "
         f"seeds. {_second_rank_text(fallback)} Pareto figures: cost until a run first reaches {100 * REACH:g} % of its own final accuracy.\n\n"
         f"Not ranked (the reason in brackets): {excluded or 'none'}.\n\n"
         f"No working setting in the tuning grid (every point diverged; not run): {', '.join(dropped) or 'none'}.\n")

@@ -82,8 +82,9 @@ def build(study, name: str, workdir, data_root: str = "data", section: str = "ta
     workdir.mkdir(parents=True, exist_ok=True)
     with _chdir(workdir):
         if study.leaderboard is not None and study.choice is None:  # the leaderboard's checkpoints, in-process
-            from ..leaderboard.flow import ensure_choice, ensure_fallback
+            from ..leaderboard.flow import ensure_choice, ensure_fallback, ensure_screen
 
+            study.screen = lambda: ensure_screen(study, data_root)
             study.choice = lambda: ensure_choice(study, data_root)
             study.fallback = lambda: ensure_fallback(study, data_root)
         inputs = table_inputs(study, name) if section == "tables" else figure_inputs(study, name)
