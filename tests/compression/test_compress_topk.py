@@ -81,3 +81,28 @@ def test_error_feedback_is_per_uplink_key():
 def test_bad_k(k):
     with pytest.raises(ConfigError, match=r"uplink\.k"):
         TopK(k=k)
+
+
+def test_other_vectors_readings_leave_the_model_update_alone():
+    """FedSynSAM's 2x methods: the second uplink vector raw, with error feedback, or compressed like the update."""
+    v, w = distinct(20, 1), distinct(20, 2)
+    literal, st0 = TopK(k=0.2), {}
+    q_delta, b_delta = literal.compress(v, 0, "delta", st0)
+    q_dc, b_dc = literal.compress(w, 0, "dc", st0)
+    assert (q_dc != 0).sum() == 4 and b_dc == b_delta  # "compress": the second vector like the update
+    raw, st1 = TopK(k=0.2, other_vectors="raw"), {}
+    assert torch.equal(raw.compress(v, 0, "delta", st1)[0], q_delta)  # the update is still compressed
+    sent, nbytes = raw.compress(w, 0, "dc", st1)
+    assert torch.equal(sent, w) and nbytes == 20 * 4 and not st1.get("ef/dc")  # 32-bit floats, counted as such
+    ef, st2 = TopK(k=0.2, other_vectors="error_feedback"), {}
+    ef.compress(v, 0, "delta", st2)
+    first, _ = ef.compress(w, 0, "dc", st2)
+    assert "ef/delta" not in st2 and torch.allclose(st2["ef/dc"], w - first)  # feedback on the second vector only
+    second, _ = ef.compress(w, 0, "dc", st2)
+    q2, _ = TopK(k=0.2).compress(w + (w - first), 0, "dc", {})
+    assert torch.equal(second, q2)
+
+
+def test_other_vectors_is_checked():
+    with pytest.raises(ConfigError, match=r"uplink\.other_vectors"):
+        TopK(k=0.2, other_vectors="zip")

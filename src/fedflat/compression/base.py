@@ -24,6 +24,12 @@ COMMON_PARAMS: dict[str, Param] = {
     "error_feedback": Param(False, "add the previous round's compression residual before compressing"),
     "scope": Param("global", "where norms / top-k are taken: the whole vector or each tensor",
                    choices=("global", "per_tensor")),
+    # FedSynSAM's "2x" methods send a second vector (a control-variate or dual increment) that Sec. VI-A does
+    # not say how it compressed: the literal reading compresses it like the model update ("compress"); the
+    # candidates are "raw" (sent as 32-bit floats, counted as such) and "error_feedback" (compressed, its
+    # residual carried to the next round, whatever `error_feedback` says of the model update).
+    "other_vectors": Param("compress", "how uplink vectors other than the model update are sent",
+                           choices=("compress", "raw", "error_feedback")),
 }
 
 
@@ -89,13 +95,17 @@ class UplinkCompressor(Compressor):
 
     # ------------------------------------------------------------------ the hook
     def compress(self, vec: torch.Tensor, cid: int, key: str, state: dict) -> tuple[torch.Tensor, int]:
+        other = key != "delta"  # the engine sends the model update as "delta", a part's extra vectors by name
+        if other and self.other_vectors == "raw":
+            return vec, vec.numel() * BYTES_PER_FLOAT
+        feedback = self.error_feedback or (other and self.other_vectors == "error_feedback")
         x = vec
         ef_key = f"ef/{key}"
-        if self.error_feedback and ef_key in state:
+        if feedback and ef_key in state:
             x = vec + state[ef_key]
         gen = self._generator(vec.device, cid, key, state) if self.needs_rng else None
         q, nbytes = self._compress(x, self.segments(x.numel()), gen)
-        if self.error_feedback:
+        if feedback:
             state[ef_key] = (x - q).detach().clone()
         return q, int(nbytes)
 
