@@ -169,3 +169,19 @@ def test_top_eigenvectors_are_exact_eigenvectors_on_the_flat_layout(setup):
     for i in range(2):
         assert abs(vals[i] - float(lam[order[i]])) < 1e-3 * abs(vals[i])
         assert abs(abs(float(vecs[i] @ U[:, order[i]])) - 1) < 1e-3
+
+
+def test_client_spectra_are_each_clients_own_hessian(setup):
+    """FedSynSAM Table I's protocol (b): λ_max of each client's own loss. Checked against the exact Hessian of
+    each client's samples; the mean Hessian's λ_max is at most the mean of the clients' (convexity)."""
+    from fedflat.analysis.hessian import client_spectra
+
+    m, x, y, H = setup
+    halves = [(x[:32], y[:32]), (x[32:], y[32:])]  # two clients of 32 samples: the union's Hessian is their mean
+    out = client_spectra(m, [[h] for h in halves], max_iter=1000, tol=1e-10, trace_samples=0)
+    exact = [float(torch.linalg.eigvalsh(exact_hessian(m, xs, ys))[-1]) for xs, ys in halves]
+    np.testing.assert_allclose(out["lambda_max_clients"], exact, rtol=1e-5)
+    assert out["lambda_max_mean"] == pytest.approx(np.mean(exact), rel=1e-5)
+    assert out["lambda_max_max"] == pytest.approx(max(exact), rel=1e-5) and out["clients"] == 2
+    # the union of equal halves has the mean Hessian: its top eigenvalue is at most the clients' mean
+    assert float(torch.linalg.eigvalsh(H)[-1]) <= np.mean(exact) + 1e-9

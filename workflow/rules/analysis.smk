@@ -13,16 +13,25 @@ def _run_dir(wc):
     return f"results/runs/{wc.run}"
 
 
+def _hessian_params(wc):
+    """The study's hessian settings; hessian_test.json / hessian_clients.json take their split from the name."""
+    if not wc.split:
+        return ANALYSIS["hessian"]
+    return json.dumps({**json.loads(ANALYSIS["hessian"]), "split": wc.split.lstrip("_")}, sort_keys=True)
+
+
 rule hessian:
     input:
         model="results/runs/{run}/model.pt",
     output:
-        "results/runs/{run}/hessian.json",
+        "results/runs/{run}/hessian{split}.json",
+    wildcard_constraints:
+        split="|_test|_clients",
     params:
-        p=ANALYSIS["hessian"],
+        p=_hessian_params,
         run_dir=_run_dir,
     log:
-        "results/runs/{run}/hessian.log",
+        "results/runs/{run}/hessian{split}.log",
     threads: THREADS
     resources:
         gpu=1 if USES_GPU else 0,

@@ -30,13 +30,35 @@ def cmd_hessian(a, p) -> None:
     from .hessian import hessian_spectrum
 
     run = load_run(a.run_dir, a.data_root, a.device, a.download)
-    batches = fixed_batches(run.data, p["split"], p["samples"], p["seed"], p["batch_size"])
     t0 = time.perf_counter()
+    if p["split"] == "clients":
+        from .hessian import client_spectra
+
+        out = client_spectra(run.fm.module, client_batches(run, a.run_dir, p["batch_size"]), p["max_iter"], p["tol"],
+                             p["trace_samples"], p["seed"])
+        out.update(params=p, run_dir=str(a.run_dir), seconds=time.perf_counter() - t0)
+        write_json(Path(a.out), out)
+        print(f"hessian (clients): lambda_max mean={out['lambda_max_mean']:.4g} max={out['lambda_max_max']:.4g}")
+        return
+    batches = fixed_batches(run.data, p["split"], p["samples"], p["seed"], p["batch_size"])
     out = hessian_spectrum(run.fm.module, batches, p["top_k"], p["max_iter"], p["tol"], p["trace_samples"],
                            p["density_iters"], p["density_runs"], p["seed"])
     out.update(params=p, run_dir=str(a.run_dir), seconds=time.perf_counter() - t0)
     write_json(Path(a.out), out)
     print(f"hessian: lambda_max={out['lambda_max']:.4g} trace={out['trace']}")
+
+
+def client_batches(run, run_dir, batch_size: int) -> list:
+    """Each client's own training samples (its partition, as config.json names it), as fixed batches."""
+    import torch
+
+    from ..data.partition import Partition
+    from .data import index_batches
+
+    cfg = json.loads((Path(run_dir) / "config.json").read_text())
+    part = Partition.load(cfg["partition_file"])
+    return [index_batches(run.data, torch.as_tensor(c, device=run.data.train_y.device), batch_size)
+            for c in part.clients]
 
 
 def cmd_landscape(a, p) -> None:

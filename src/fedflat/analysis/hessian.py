@@ -195,6 +195,25 @@ def hessian_spectrum(module: nn.Module, batches: Batches, top_k: int = 5, max_it
     return out
 
 
+def client_spectra(module: nn.Module, client_batches: list[Batches], max_iter: int = 100, tol: float = 1e-3,
+                   trace_samples: int = 0, seed: int = 0) -> dict:
+    """The Hessian of each client's own loss at one model (FedSynSAM Table I's candidate protocol (b)): λ_max
+    and, with trace_samples > 0, the Hutchinson trace per client, their mean and maximum. λ_max of the mean
+    Hessian is at most the mean of the clients' λ_max (convexity of the largest eigenvalue), so on one-class
+    clients this can be far larger than the union's value (tests/analysis/test_hessian.py checks both)."""
+    lam, tr = [], []
+    for batches in client_batches:
+        out = hessian_spectrum(module, batches, top_k=1, max_iter=max_iter, tol=tol, trace_samples=trace_samples,
+                               density_iters=0, seed=seed)
+        lam.append(out["lambda_max"])
+        tr.append(out["trace"])
+    res = {"clients": len(lam), "lambda_max_clients": lam, "lambda_max_mean": float(np.mean(lam)),
+           "lambda_max_max": float(np.max(lam))}
+    if trace_samples > 0:
+        res.update(trace_clients=tr, trace_mean=float(np.mean(tr)), trace_max=float(np.max(tr)))
+    return res
+
+
 def top_eigenvectors(fm, theta: torch.Tensor, batches: Batches, k: int, max_iter: int = 100, tol: float = 1e-3,
                      seed: int = 0) -> tuple[list[float], list[torch.Tensor]]:
     """Top-k Hessian eigenpairs (PyHessian power iteration) as flat vectors over fm's parameters

@@ -40,7 +40,9 @@ def _range(k, v):
 COMMANDS: dict[str, dict[str, tuple[Any, Any]]] = {
     "hessian": {
         "samples": (4096, _int(0)),  # 0 = the whole split; PyHessian #5: ~4096 CIFAR points are stable
-        "split": ("train", _choice("train", "test")),
+        # the data the Hessian is taken on: a training subset, a test subset, or each client's own training data
+        # (hessian_clients.json: per-client λ_max and trace, their mean and maximum; FedSynSAM Table I's protocols)
+        "split": ("train", _choice("train", "test", "clients")),
         "seed": (0, _int(0)),
         "batch_size": (512, _int(1)),
         "top_k": (5, _int(1)),
