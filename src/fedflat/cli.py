@@ -36,7 +36,8 @@ def cmd_partition(a) -> None:
         p = natural_partition(data, a.num_clients, a.seed)
     else:
         p = make_partition(data.train_y.numpy(), a.spec, a.num_clients, a.seed, a.variant,
-                           a.samples_per_client or None, data.num_classes, standin="standin_for" in data.meta)
+                           a.samples_per_client or None, data.num_classes, standin="standin_for" in data.meta,
+                           missing_classes=a.missing_classes)
     p.meta["dataset"] = a.dataset
     p.save(a.out)
     print(f"partition {p.meta['spec']}: {p.num_clients} clients, sizes {min(map(len, p.clients))}..{max(map(len, p.clients))}")
@@ -108,6 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--variant", default="rep")
     p.add_argument("--samples-per-client", type=int, default=0)
+    p.add_argument("--missing-classes", default="error", choices=("error", "allow"),
+                   help="a split that leaves a class with no sample in the federation: refuse (default) or allow")
     p.add_argument("--data-root", default="data")
     p.add_argument("--download", action="store_true")
     p.add_argument("--out", required=True)

@@ -25,7 +25,7 @@ TOP_KEYS = {"study", "data_root", "download", "device", "threads_per_job", "trai
             "model_params", "experiments", "tables", "figures", "tables_dir", "figures_dir", "scale", "analysis",
             "resources"}
 EXPERIMENT_KEYS = {"datasets", "models", "partitions", "algorithms", "seeds", "training", "description",
-                   "analysis", "uplink"}
+                   "analysis", "uplink", "missing_classes"}
 
 
 @dataclass
@@ -185,6 +185,8 @@ def _expand(config: dict, targets: bool = True) -> Study:
         if uplink:
             COMPRESSORS.get(uplink.get("kind"), key=f"experiments.{ename}.uplink.kind")(
                 **{k: v for k, v in uplink.items() if k != "kind"})  # validates its parameters at parse time
+        if exp.get("missing_classes", "error") not in ("error", "allow"):
+            raise choice_error(f"experiments.{ename}.missing_classes", exp.get("missing_classes"), ("error", "allow"))
         for s in seeds:
             if isinstance(s, bool) or not isinstance(s, int) or s < 0:
                 raise ConfigError(f"experiments.{ename}.seeds: seeds must be integers >= 0, got {s!r}")
@@ -197,7 +199,9 @@ def _expand(config: dict, targets: bool = True) -> Study:
             study.runs[rid] = spec
             study.partitions[spec.partition_id()] = {
                 "dataset": d, "partition": p, "num_clients": training["num_clients"], "seed": s,
-                "samples_per_client": training["samples_per_client"], "variant": training["dirichlet_variant"]}
+                "samples_per_client": training["samples_per_client"], "variant": training["dirichlet_variant"],
+                # only when set: the params of every existing partition job stay as they were (no rerun)
+                **({"missing_classes": "allow"} if exp.get("missing_classes") == "allow" else {})}
             entries.append((rid, {"dataset": d, "model": m, "partition": p, "algorithm": a.label,
                                   "preset": a.preset, "seed": s}))
         study.experiments[ename] = entries

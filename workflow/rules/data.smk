@@ -6,10 +6,11 @@ rule partition:
         "results/partitions/{pid}.npz",
     params:
         p=lambda wc: STUDY.partitions[wc.pid],
+        missing=lambda wc: STUDY.partitions[wc.pid].get("missing_classes", "error"),
     log:
         "results/logs/partitions/{pid}.log",
     shell:
         "{PY} -m fedflat partition --dataset {params.p[dataset]} --spec {params.p[partition]} "
         "--num-clients {params.p[num_clients]} --seed {params.p[seed]} --variant {params.p[variant]} "
         "--samples-per-client {params.p[samples_per_client]} --data-root {DATA_ROOT} {DOWNLOAD} "
-        "--out {output} 2> {log}"
+        "--missing-classes {params.missing} --out {output} 2> {log}"

@@ -240,9 +240,11 @@ class Partition:
 
 def make_partition(labels, spec: str, num_clients: int, seed: int, default_variant: str = "rep",
                    samples_per_client: int | None = None, num_classes: int | None = None,
-                   standin: bool = False) -> Partition:
+                   standin: bool = False, missing_classes: str = "error") -> Partition:
     """`standin`: the labels are a tiny-scale stand-in's (papers.standins), on which path{c} with c above
-    the stand-in's class count gives every client all classes instead of failing."""
+    the stand-in's class count gives every client all classes instead of failing. `missing_classes`: a split
+    that leaves a class of the data with no sample anywhere in the federation is an error (no test accuracy
+    above the share of the other classes is reachable), unless the experiment says `missing_classes: allow`."""
     labels = np.asarray(labels)
     if num_clients < 1:
         raise ConfigError(f"num_clients: must be >= 1, got {num_clients}")
@@ -259,4 +261,9 @@ def make_partition(labels, spec: str, num_clients: int, seed: int, default_varia
     hist = np.stack([np.bincount(labels[c], minlength=k) for c in clients])
     meta = {"spec": canonical_partition(spec, default_variant), "kind": kind, "params": params,
             "num_clients": num_clients, "seed": seed, "num_samples": int(len(labels))}
+    absent = [c for c in np.flatnonzero(np.bincount(labels, minlength=k)) if hist[:, c].sum() == 0]
+    if absent and missing_classes != "allow":
+        raise ConfigError(f"partition {meta['spec']} with {num_clients} clients (seed {seed}) leaves class(es) "
+                          f"{', '.join(map(str, absent))} with no sample in the federation; set missing_classes: allow "
+                          f"in the experiment if that is intended (python -m fedflat.papers --coverage shows coverage)")
     return Partition(clients, hist, meta)

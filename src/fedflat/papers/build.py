@@ -44,7 +44,8 @@ def _ensure_partition(study, pid: str, data_root: str) -> Path:
             part = natural_partition(data, p["num_clients"], p["seed"])
         else:
             part = make_partition(data.train_y.numpy(), p["partition"], p["num_clients"], p["seed"], p["variant"],
-                                  p["samples_per_client"] or None, data.num_classes, standin="standin_for" in data.meta)
+                                  p["samples_per_client"] or None, data.num_classes, standin="standin_for" in data.meta,
+                                  missing_classes=p.get("missing_classes", "error"))
         part.meta["dataset"] = p["dataset"]
         part.save(ppath)
     return ppath

@@ -73,7 +73,8 @@ def coverage(study, data_root: Path | str = "data") -> list[Coverage]:
             labels_cache[p["dataset"]] = training_labels(p["dataset"], data_root)
         labels, origin = labels_cache[p["dataset"]]
         part = make_partition(labels, p["partition"], p["num_clients"], p["seed"], p["variant"],
-                              p["samples_per_client"] or None, standin=p["dataset"].startswith("digits_as_"))
+                              p["samples_per_client"] or None, standin=p["dataset"].startswith("digits_as_"),
+                              missing_classes="allow")  # reported here, not refused
         hist = part.histogram
         class_total = np.bincount(labels, minlength=hist.shape[1])
         major = hist >= 0.05 * np.maximum(hist.sum(1, keepdims=True), 1)
