@@ -205,3 +205,14 @@ def test_parts_name_their_missing_partner():
     algo = Algorithm(p, p.resolve({}))
     with pytest.raises(ConfigError, match="'gloss' server needs the 'feddyn' correction"):
         algo.server.init_server(ServerState(theta=torch.zeros(2), buffers=torch.zeros(0), num_clients=2))
+
+
+def test_which_presets_have_a_fused_step():
+    """FedGloSS's client step is FedSpeed's (sam + feddyn, anchored at w̃), so it is fused; the new
+    client parts have no fused form and run eagerly, and the blocker names them."""
+    from fedflat.fl.fused import step_blocker
+
+    assert step_blocker(build_algorithm("fedgloss")) is None
+    for name, part in (("fedswa", "SWASchedule"), ("fedmoswa", "MoSWACorrection"),
+                       ("fedwmsam", "MomentumTargetPerturbation"), ("fedgmt", "GMTCorrection")):
+        assert part in step_blocker(build_algorithm(name))
