@@ -201,10 +201,19 @@ def test_parts_name_their_missing_partner():
     from fedflat.algorithms.presets import Preset, Algorithm
     from fedflat.algorithms.base import ServerState
 
-    p = Preset("x", "x", "none", (), "gloss", "test")
-    algo = Algorithm(p, p.resolve({}))
+    def parts(corrections, server):
+        p = Preset("x", "x", "none", corrections, server, "test")
+        algo = Algorithm(p, p.resolve({}))
+        srv = ServerState(theta=torch.zeros(2), buffers=torch.zeros(0), num_clients=2)
+        for part in algo.parts:
+            part.init_server(srv)
+        return algo, srv
+
     with pytest.raises(ConfigError, match="'gloss' server needs the 'feddyn' correction"):
-        algo.server.init_server(ServerState(theta=torch.zeros(2), buffers=torch.zeros(0), num_clients=2))
+        parts((), "gloss")
+    algo, srv = parts(("gmt",), "mean")
+    with pytest.raises(ConfigError, match="'gmt' correction needs the 'gmt' server"):
+        algo.corrections[0].downlink(srv)
 
 
 def test_which_presets_have_a_fused_step():

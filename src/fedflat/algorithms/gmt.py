@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import torch.nn.functional as F
 
-from .base import Param, RoundResult, ServerOpt, ServerState
+from .base import ConfigError, Param, RoundResult, ServerOpt, ServerState
 from .corrections import CORRECTIONS, _need
 from .losses import LossTerm, logits_at
-from .servers import SERVERS, _require_state
+from .servers import SERVERS
 
 EMA = "gmt_e"
 GMT_AGG = Param("active", "dual aggregation: active (paper, D_i of the sampled clients sent up) or all "
@@ -34,7 +34,8 @@ class GMTCorrection(LossTerm):
               "gmt_agg": GMT_AGG}
 
     def downlink(self, srv):
-        _require_state(srv, EMA, "gmt", "gmt")
+        if EMA not in srv.state:
+            raise ConfigError("algorithm: the 'gmt' correction needs the 'gmt' server (server state 'gmt_e')")
         return {EMA: srv.state[EMA]}
 
     def loss_term(self, ctx, logits, x, y, model):
@@ -72,6 +73,8 @@ class GMTServer(ServerOpt):
 
     def apply(self, srv: ServerState, rnd: RoundResult) -> None:
         if self.gmt_agg == "active":
+            if "gmt_d" not in rnd.clients[0].up:
+                raise ConfigError("algorithm: the 'gmt' server needs the 'gmt' correction (uplink 'gmt_d')")
             srv.theta.copy_(rnd.mean(lambda c: c.end + c.up["gmt_d"]))
         else:
             srv.theta.copy_(rnd.mean(lambda c: c.end) + srv.state["gmt_H"])
