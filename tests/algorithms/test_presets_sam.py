@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from fedflat.algorithms import PRESETS, build_algorithm
+from fedflat.algorithms.presets_2025 import PRESETS_2025
 from fedflat.algorithms.presets_sam import SAM_PRESETS
 from fedflat.fl.batches import sample_clients
 
@@ -454,10 +455,11 @@ def test_fedtoga_reduction_is_not_trivial(tmp_path):
 GRAD_EVALS = {"fedasam": 2, "mofedsam": 2, "fedgamma": 2, "fedspeed": 2, "fedsmoo": 2, "fedlesam": 1,
               "fedlesam_s": 1, "fedlesam_d": 1, "fednsam_s": 1, "fednsam_d": 1, "fedavg_nesterov": 1,
               "fedsam_nesterov": 2, "fednsam_no_nesterov": 1, "fednsam_no_nesterov_m": 1, "fedsol": 2,
-              "fedsol_fixed": 2, "fedtoga": 2, "fedntd": 1, "moon": 1}
+              "fedsol_fixed": 2, "fedtoga": 2, "fedntd": 1, "moon": 1,
+              "fedgloss": 2, "fedswa": 1, "fedmoswa": 1, "fedwmsam": 1, "fedgmt": 1}
 
 
-@pytest.mark.parametrize("name", SAM_PRESETS)
+@pytest.mark.parametrize("name", SAM_PRESETS + PRESETS_2025)
 def test_grad_evals_source_and_defaults(name):
     algo = build_algorithm(name)
     assert algo.grad_evals_per_step == GRAD_EVALS[name]
@@ -480,7 +482,7 @@ def test_every_preset_learns_digits(tmp_path):
     training = check_training({"num_clients": 6, "participation": 0.5, "rounds": 5, "local_steps": 6,
                                "batch_size": 32, "lr": 0.15, "eval_every": 5, "checkpoint_every": 0})
     accs = {}
-    for name in SAM_PRESETS:
+    for name in SAM_PRESETS + PRESETS_2025:
         spec = RunSpec("digits", "dir0.5", "mlp", name, 0, PRESETS.get(name).resolve({}), {"hidden": 32, "depth": 1},
                        training)
         summary = Simulation(spec, data, part, tmp_path / name, progress=False).run()

@@ -95,6 +95,7 @@ def test_fused_step_with_a_compressed_uplink_matches_eager(tmp_path, algorithm, 
     ("fedsmoo", {"rho": 0.5, "alpha": 0.5}, "fedspeed"),  # dual-corrected ascent: d = g − μ_i − s, μ_i moves
     ("fedsmoo", {"rho": 0.5, "alpha": 0.5, "smoo_upload": "mu"}, "fedspeed"),
     ("fedtoga", {"rho": 0.5, "alpha": 0.5, "kappa": 1.0, "beta": 0.8}, "fedspeed"),
+    ("fedgloss", {"rho": 0.5, "alpha": 0.5, "server_rho": 0.5}, "fedspeed"),  # server SAM start point w̃ in round 2
     ("fedasam", {"rho": 0.5, "asam_eta": 0.2}, "fedsam"), ("fedasam", {"rho": 0.5, "asam_eta": 0.0}, "fedsam")])  # d = g + κΔ; g + βΔ
 def test_fused_corrections_and_shifted_points_match_eager(tmp_path, algorithm, hp, base):
     """Two rounds (control variates, duals and server momenta are non-zero in round 2) under Q4 uplinks;

@@ -134,3 +134,4 @@ from . import fedrcl  # noqa: E402,F401  (FedRCL: relaxed contrastive loss part 
 from . import presets_personal  # noqa: E402,F401  (FedSOL Table 9: PerFedAvg, FedBABU, kNN-Per, Local-only)
 from . import oracle  # noqa: E402,F401  (the exact global perturbation: a diagnostic upper bound)
 from ..synsam import preset as _synsam  # noqa: E402,F401  (FedSynSAM, DynaFed)
+from . import presets_2025  # noqa: E402,F401  (FedGloSS, FedSWA, FedMoSWA, FedWMSAM, FedGMT)
