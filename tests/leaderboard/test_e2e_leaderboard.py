@@ -1,5 +1,6 @@
-"""The leaderboard at tiny scale end to end: in-process (every target) and through Snakemake, where the tuning
-choice is a checkpoint whose output brings the final runs into the DAG."""
+"""The leaderboard (v2) at tiny scale end to end: in-process (every target) and through Snakemake, where the screen
+and the choice are checkpoints whose outputs bring the continuation, the final runs and the ablations into the
+DAG."""
 import json
 import subprocess
 import sys
@@ -15,17 +16,21 @@ from fedflat.study import load_study
 
 from .helpers import REPO, small_config
 
-METHODS = {"fedavg": {}, "fedsam": {"rho": [0.01, 0.1]}}
+METHODS = {"fedavg": {}, "fedsam": {"rho": [0.0, 0.1]}}
+CONTINUATION = {"cells": 2, "seeds": [0]}
 FIGURES = ("pareto_communication", "pareto_compute", "flatness_vs_accuracy", "rank_stability")
 
 
 def _check_outputs(root: Path):
+    screen = json.loads((root / "results/leaderboard/screen_choice.json").read_text())
+    assert all(len(cells) == 2 for cells in screen["methods"].values())  # the best 2 cells of every method
     choice = json.loads((root / "results/leaderboard/tuning_choice.json").read_text())
-    picks = choice["partitions"]["dir0.3"]
-    assert set(picks) == {"fedavg", "fedsam"} and picks["fedsam"]["params"]["rho"] in (0.01, 0.1)
-    # the second checkpoint ran over the final runs (none diverges at tiny scale: nothing to re-run)
-    fallback = json.loads((root / "results/leaderboard/fallback.json").read_text())
-    assert fallback == {"rule": "lower_lr", "partitions": {}}
+    assert choice["stage"] == "continuation" and set(choice["partitions"]) == {"iid", "dir0.3", "dir0.1"}
+    for picks in choice["partitions"].values():  # every partition picks among the continued cells
+        assert set(picks) == {"fedavg", "fedsam"} and picks["fedsam"]["params"]["rho"] in (0.0, 0.1)
+        assert {(c["lr"], json.dumps(c["params"])) for c in screen["methods"]["fedsam"]} >= {
+            (picks["fedsam"]["lr"], json.dumps(picks["fedsam"]["params"]))}
+    assert not (root / "results/leaderboard/fallback.json").exists()  # no post-hoc re-choice in v2
     csv = pd.read_csv(root / "results/leaderboard/leaderboard.csv")
     assert len(csv) == 2 * 3 and set(csv["partition"]) == {"iid", "dir0.3", "dir0.1"}
     assert (csv["lambda_max"] > 0).all() and (csv["up_floats"] > 0).all() and csv["rank"].notna().all()
@@ -37,7 +42,7 @@ def _check_outputs(root: Path):
 
 def test_tiny_leaderboard_builds_in_process(tmp_path):
     torch.set_num_threads(1)
-    study = load_study(small_config(METHODS))
+    study = load_study(small_config(METHODS, lr=(0.1, 0.3), continuation=CONTINUATION))
     build(study, "leaderboard", tmp_path, data_root=str(REPO / "data"))
     build(study, "tuning", tmp_path, data_root=str(REPO / "data"))
     for f in FIGURES:
@@ -48,7 +53,7 @@ def test_tiny_leaderboard_builds_in_process(tmp_path):
 @pytest.mark.e2e
 def test_tiny_leaderboard_through_snakemake(tmp_path):
     cfg = tmp_path / "leaderboard_tiny.yaml"
-    cfg.write_text(yaml.safe_dump(small_config(METHODS)))
+    cfg.write_text(yaml.safe_dump(small_config(METHODS, lr=(0.1, 0.3), continuation=CONTINUATION)))
     cmd = [str(Path(sys.executable).with_name("snakemake")), "-s", str(REPO / "Snakefile"), "--directory",
            str(tmp_path), "--configfile", str(cfg)]
     res = subprocess.run(cmd + ["--cores", "2"], capture_output=True, text=True)
