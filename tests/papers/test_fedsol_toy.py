@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from fedflat.errors import ConfigError
-from fedflat.papers.build import build
+from fedflat.build import build
 from fedflat.papers.toy_fedsol import DEFAULTS, _params, equilibria, fedprox_grad, fedsol_grad, paths
 
 from .paper_helpers import load_or_skip, paper_config

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
-from ..report.kinds import FIGURE_KINDS, TABLE_KINDS, run_entries
+from ..kinds import FIGURE_KINDS, TABLE_KINDS, run_entries
 from . import paths
 
 _FILTERS = ("partition", "dataset", "model")

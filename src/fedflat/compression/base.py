@@ -17,7 +17,7 @@ import torch
 
 from ..algorithms.base import Param
 from ..errors import ConfigError
-from ..fl.hooks import BYTES_PER_FLOAT, Compressor
+from .interface import BYTES_PER_FLOAT, Compressor
 
 _RNG_TAG = 0xC0DE
 COMMON_PARAMS: dict[str, Param] = {

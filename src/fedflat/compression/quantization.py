@@ -21,7 +21,7 @@ import torch
 
 from ..algorithms.base import Param
 from ..errors import ConfigError
-from ..fl.hooks import COMPRESSORS
+from .interface import COMPRESSORS
 from .base import FLOAT_BITS, UplinkCompressor, bits_for
 
 LEVEL_RULES = {

@@ -15,7 +15,7 @@ import math
 import torch
 
 from ..algorithms.base import Param
-from ..fl.hooks import COMPRESSORS
+from .interface import COMPRESSORS
 from .base import FLOAT_BITS, UplinkCompressor, bits_for
 
 

@@ -17,6 +17,7 @@ PAPERS = ("fednsam", "fedsagd", "fedsol", "fedsynsam", "fedtoga")
 
 
 def main(argv=None) -> int:
+    from .. import plugins  # noqa: F401  (the composition root: every preset, data set, model and kind)
     from ..errors import ConfigError
     from ..study import load_config_file, load_study
     from .compute import summarise

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from ..errors import ConfigError
-from ..report.kinds import FIGURE_KINDS
+from ..kinds import FIGURE_KINDS
 
 DEFAULTS = {"delta": 0.1, "rho": 0.5, "mu": 1.0, "lr": 0.01, "epochs": 4000, "local_opt": [1.0, 1.0]}
 
@@ -84,14 +84,14 @@ class FedSOLToy:
 
     @staticmethod
     def manifest(study, name, spec):
-        from .kinds import _caption
+        from ..report.select import target_caption
 
-        return {"title": spec.get("title", ""), "caption": _caption(spec), "params": _params(name, spec)}
+        return {"title": spec.get("title", ""), "caption": target_caption(spec), "params": _params(name, spec)}
 
     @staticmethod
     def render(m, outs):
         from ..report.style import apply_style, color_for, plt, save_all
-        from .render import _suptitle
+        from ..report.panels import suptitle
 
         apply_style()
         p = m["params"]
@@ -113,6 +113,6 @@ class FedSOLToy:
         ax.set_ylabel(f"v (curvature δ = {p['delta']:g})")
         ax.set_aspect("equal")
         ax.legend(frameon=False, fontsize=7, loc="upper left")
-        fig.suptitle(_suptitle(m, f"ρ = {p['rho']:g}, μ = {p['mu']:g}, lr = {p['lr']:g}, {p['epochs']} steps; "
+        fig.suptitle(suptitle(m, f"ρ = {p['rho']:g}, μ = {p['mu']:g}, lr = {p['lr']:g}, {p['epochs']} steps; "
                                   "★ closed-form equilibrium"), fontsize=8)
         save_all(fig, outs)
