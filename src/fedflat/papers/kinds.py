@@ -1,4 +1,4 @@
-"""Table and figure kinds for the paper catalogs (registered into report.kinds' registries).
+"""Table and figure kinds for the paper catalogs (registered into fedflat.kinds' registries).
 
 paper_table: rows x column groups x metrics; every cell shows the published value, ours and the
   difference, and the caption states the scale and the seeds. Config entry:
