@@ -121,7 +121,7 @@ def build_algorithm(name: str, overrides: dict[str, Any] | None = None) -> Algor
 # The presets. Keep each to a few lines; the parts carry the maths and its citations.
 
 preset("fedavg", "FedAvg", "none", "mean",
-       "McMahan et al. 2017; FedNSAM notes §2.9")
+       "McMahan et al. 2017; a baseline of FedNSAM Tables 2-4")
 preset("fedsam", "FedSAM", "sam", "mean",
        "Qu et al. 2022 / Caldarola et al. 2022; FedNSAM Eq. 3", defaults={"rho": 0.05})
 preset("fednsam", "FedNSAM", "momentum_direction", "momentum",

@@ -1,4 +1,4 @@
-"""Figure kinds of FedSAGD's empirical stability (notes 001 §6), registered into FIGURE_KINDS:
+"""Figure kinds of FedSAGD's empirical stability (App. A.4, Figs. 1-2), registered into FIGURE_KINDS:
 
   stability_curve     Fig. 2: global model discrepancy ‖x_t − x'_t‖₂ vs round t, read from each
                       run's stability.json (`per_round`, written by `python -m fedflat.analysis

@@ -2,7 +2,7 @@
 
 Local loss L(u, v) = ½(u−u_l)² + (δ/2)(v−v_l)², proximal loss L_p = (μ/2)(u²+v²) (server at the
 origin). FedProx descends ∇L + ∇L_p; FedSOL descends ∇L at w + ρ·∇L_p/‖∇L_p‖ (no perturbation
-where ∇L_p = 0, as in the engine). Closed forms (notes 002 §2.5): FedSOL stops on the segment
+where ∇L_p = 0, as in the engine). Closed forms (App. H): FedSOL stops on the segment
 from the origin to (u_l, v_l) at radius r_l − ρ; FedProx at (u_l/(1+μ), δv_l/(δ+μ)), skewed toward
 the high-curvature axis. Config entry (no runs needed):
     kind: fedsol_toy
