@@ -40,6 +40,6 @@ from .papers import kinds as _paper_kinds  # noqa: F401  (paper_table, paper_cur
 from .papers import kinds_bars, toy_fedsol, kinds_tuning  # noqa: F401  (layer_bars, fedsol_toy, grid_search)
 from .leaderboard import kinds as _leaderboard_kinds  # noqa: F401  (leaderboard table, Pareto, flatness, ranks)
 
-# -- what the leaderboard and the paper catalogs add to a study (study.STUDY_PREPARERS), in this order
+# -- what the leaderboard and the paper catalogs add to a study (study.STUDY_PREPARERS)
 from .leaderboard import preparer as _leaderboard_preparer  # noqa: F401
 from .papers import catalog as _catalog  # noqa: F401

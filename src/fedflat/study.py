@@ -43,8 +43,8 @@ class AlgoEntry:
 class StudyPreparer:
     """What a package above the study (the leaderboard, the paper catalogs) adds to it, registered in
     STUDY_PREPARERS from that package's module, which the composition root (fedflat.plugins) imports; the study
-    never imports those packages. load_study applies every preparer whose `applies(config)` holds, in
-    registration order, each to the config the previous one returned:
+    never imports those packages. load_study applies every preparer whose `applies(config)` holds, by
+    increasing `order` (then registration order), each to the config the previous one returned:
       prepare(config) -> (a config closer to a plain study, the preparer's state);
       after_scale(scaled config, scale info, state): adjust the scaled config (e.g. tag its targets);
       attach(study, state): keep the state on the expanded study;
@@ -54,6 +54,7 @@ class StudyPreparer:
     after_scale: Callable[[dict, dict, Any], None] | None = None
     attach: Callable[["Study", Any], None] | None = None
     in_process: Callable[["Study", str], None] | None = None
+    order: int = 0  # a preparer that generates experiments (the leaderboard) before one that annotates them
 
 
 STUDY_PREPARERS: Registry[StudyPreparer] = Registry("study preparer")
@@ -147,7 +148,7 @@ def load_study(config: dict) -> Study:
     """The study at its `scale`, checked against its paper scale (fedflat.scale) before any job runs."""
     config = copy.deepcopy(config)
     applied = []
-    for prep in STUDY_PREPARERS.values():  # e.g. a leaderboard's experiments and targets, generated
+    for prep in sorted(STUDY_PREPARERS.values(), key=lambda p: p.order):  # e.g. a leaderboard's experiments
         if prep.applies(config):
             config, state = prep.prepare(config)
             applied.append((prep, state))

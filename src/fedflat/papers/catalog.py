@@ -95,4 +95,5 @@ def report_caption(study, section: str, name: str) -> str:
 
 # A catalog is prepared (pending entries promoted, `paper:` consumed) and its targets tagged with the paper and
 # the scale; the composition root imports this module, which registers it (study.StudyPreparer).
-STUDY_PREPARERS.add("paper_catalog", StudyPreparer(applies=is_catalog, prepare=prepare_catalog, after_scale=tag_targets))
+STUDY_PREPARERS.add("paper_catalog", StudyPreparer(applies=is_catalog, prepare=prepare_catalog, after_scale=tag_targets,
+                                                   order=1))
