@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .algorithms import PRESETS
+from .compression.interface import COMPRESSORS
 from .data import DATASETS
 from .data.partition import canonical_partition
-from .compression.interface import COMPRESSORS
 from .errors import ConfigError, choice_error
 from .fl.hooks import ROUND_HOOKS
 from .kinds import FIGURE_KINDS, TABLE_KINDS
