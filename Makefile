@@ -19,7 +19,8 @@ $(STAMP): pyproject.toml
 run: venv
 	$(BIN)/snakemake --cores $(CORES)
 
-test: venv
+test: venv  # the import layers first (.importlinter, docs/architecture.md): a new upward import fails here
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q
 
 bench: venv  # make bench BENCH_ARGS=--quick: every benchmark at smoke size

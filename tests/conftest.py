@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
+import fedflat.plugins  # noqa: F401  (the composition root, as every entry point: the registries are complete)
+
 torch.set_num_threads(1)
 torch.use_deterministic_algorithms(True, warn_only=True)
 REPO = Path(__file__).resolve().parents[1]

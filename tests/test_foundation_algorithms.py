@@ -85,7 +85,7 @@ def test_flatness_distance_and_bytes(tmp_path):
     # recompute round 2's client deltas independently from the engine's state is long; check the
     # definition on the returned results instead: mean squared distance from the mean delta
     n = sim.fm.numel
-    assert row["down_bytes"] == 2 * n * 4 * 3  # θ and m to each of 3 clients (notes §8.8)
+    assert row["down_bytes"] == 2 * n * 4 * 3  # θ and m to each of 3 clients (FedNSAM Alg. 1 lines 7-8: clients need m as well as θ)
     assert row["up_bytes"] == n * 4 * 3
     assert row["grad_evals"] == 1 * 2 * 3
     s, *_ = make_sim("fedsam", {}, tmp_path / "s", rounds=1)

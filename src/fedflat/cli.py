@@ -9,6 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+from .util.io import read_manifest
+
 
 def _threads(n: int | None) -> None:
     if n:
@@ -54,23 +56,15 @@ def cmd_train(a) -> None:
     train(spec, a.out_dir, a.partition, a.data_root, device, a.download, progress=not a.quiet)
 
 
-def read_manifest(arg: str):
-    """--manifest: JSON text, @FILE, or @- (standard input). A large study's manifest (the leaderboard's tuning
-    table lists 744 runs) exceeds the kernel's 128 KiB limit on one argument, so the rules pipe it in."""
-    if arg == "@-":
-        return json.loads(sys.stdin.read())
-    return json.loads(Path(arg[1:]).read_text() if arg.startswith("@") else arg)
-
-
 def cmd_table(a) -> None:
-    from .report.kinds import TABLE_KINDS
+    from .kinds import TABLE_KINDS
 
     m = read_manifest(a.manifest)
     TABLE_KINDS.get(m["kind"], key="table kind").render(m, Path(a.out).with_suffix(""))
 
 
 def cmd_figure(a) -> None:
-    from .report.kinds import FIGURE_KINDS
+    from .kinds import FIGURE_KINDS
 
     m = read_manifest(a.manifest)
     FIGURE_KINDS.get(m["kind"], key="figure kind").render(m, a.out)
@@ -144,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from . import plugins  # noqa: F401  (the composition root: every preset, model, data set, hook and kind)
     from .errors import ConfigError
 
     args = build_parser().parse_args(argv)

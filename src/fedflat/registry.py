@@ -33,5 +33,9 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         return sorted(self._items)
 
+    def values(self) -> list[T]:
+        """The registered objects in registration order (the composition root's import order)."""
+        return list(self._items.values())
+
     def __contains__(self, name: str) -> bool:
         return name in self._items

@@ -13,7 +13,7 @@ from typing import Any
 
 from .errors import ConfigError, choice_error
 
-# Training defaults (FedNSAM notes §5.3 code defaults where the papers are silent).
+# Training defaults (the FedNSAM authors' code, github.com/junkangLiu0/FedNSAM, where the papers are silent).
 TRAINING_DEFAULTS: dict[str, Any] = {
     "num_clients": 20,
     "participation": 0.25,  # fraction of clients sampled per round, without replacement
@@ -93,7 +93,7 @@ class RunSpec:
     model_kwargs: dict = field(default_factory=dict)
     training: dict = field(default_factory=dict)  # resolved TRAINING_DEFAULTS
     analysis: dict = field(default_factory=dict)  # round hooks: {name: {params}} (fl.hooks.ROUND_HOOKS)
-    uplink: dict = field(default_factory=dict)  # compressor: {kind: name, ...params} (fl.hooks.COMPRESSORS)
+    uplink: dict = field(default_factory=dict)  # compressor: {kind: name, ...params} (compression.interface.COMPRESSORS)
 
     def __getattr__(self, name):  # spec.lr etc. read the training settings
         tr = object.__getattribute__(self, "training")

@@ -12,12 +12,15 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .algorithms import PRESETS
+from .compression.interface import COMPRESSORS
 from .data import DATASETS
 from .data.partition import canonical_partition
 from .errors import ConfigError, choice_error
-from .fl.hooks import COMPRESSORS, ROUND_HOOKS
+from .fl.hooks import ROUND_HOOKS
+from .kinds import FIGURE_KINDS, TABLE_KINDS
 from .models import MODELS
-from .report.kinds import FIGURE_KINDS, TABLE_KINDS
+from .registry import Registry
+from .run_paths import run_dir
 from .scale import apply_scale, check_methods_act, check_scaled, experiment_targets
 from .spec import RunSpec, check_training
 
@@ -34,6 +37,27 @@ class AlgoEntry:
     label: str
     params: dict
     training: dict | None = None  # the experiment's training with this entry's overrides (None: none)
+
+
+@dataclass(frozen=True)
+class StudyPreparer:
+    """What a package above the study (the leaderboard, the paper catalogs) adds to it, registered in
+    STUDY_PREPARERS from that package's module, which the composition root (fedflat.plugins) imports; the study
+    never imports those packages. load_study applies every preparer whose `applies(config)` holds, by
+    increasing `order` (then registration order), each to the config the previous one returned:
+      prepare(config) -> (a config closer to a plain study, the preparer's state);
+      after_scale(scaled config, scale info, state): adjust the scaled config (e.g. tag its targets);
+      attach(study, state): keep the state on the expanded study;
+      in_process(study, data_root): set the study up for an in-process build (fedflat.build)."""
+    applies: Callable[[dict], bool]
+    prepare: Callable[[dict], tuple[dict, Any]]
+    after_scale: Callable[[dict, dict, Any], None] | None = None
+    attach: Callable[["Study", Any], None] | None = None
+    in_process: Callable[["Study", str], None] | None = None
+    order: int = 0  # a preparer that generates experiments (the leaderboard) before one that annotates them
+
+
+STUDY_PREPARERS: Registry[StudyPreparer] = Registry("study preparer")
 
 
 # An entry may not change what shapes the experiment's partitions (shared by all its algorithms).
@@ -55,7 +79,7 @@ class Study:
     final_cache: dict = field(default_factory=dict)  # leaderboard.flow: the final runs of the current choice
 
     def run_dir(self, run_id: str) -> str:
-        return f"results/runs/{run_id}"
+        return run_dir(run_id)
 
     def partition_path(self, pid: str) -> str:
         return f"results/partitions/{pid}.npz"
@@ -123,24 +147,24 @@ def _analysis(base, override, key: str) -> dict:
 
 def load_study(config: dict) -> Study:
     """The study at its `scale`, checked against its paper scale (fedflat.scale) before any job runs."""
-    from .leaderboard.protocol import is_leaderboard, prepare as prepare_leaderboard
-    from .papers.catalog import is_catalog, prepare_catalog, tag_targets  # paper catalogs: captions, pending entries
-
     config = copy.deepcopy(config)
-    caption = leaderboard = None
-    if is_leaderboard(config):  # experiments and targets generated from the protocol
-        config, leaderboard = prepare_leaderboard(config)
-    if is_catalog(config):
-        config, caption = prepare_catalog(config)
+    applied = []
+    for prep in sorted(STUDY_PREPARERS.values(), key=lambda p: p.order):  # e.g. a leaderboard's experiments
+        if prep.applies(config):
+            config, state = prep.prepare(config)
+            applied.append((prep, state))
     targets = experiment_targets(config)
     scaled = apply_scale(config)
-    if caption is not None:
-        tag_targets(scaled.config, scaled.info, caption)
+    for prep, state in applied:
+        if prep.after_scale is not None:
+            prep.after_scale(scaled.config, scaled.info, state)
     study = _expand(scaled.config)
     if scaled.paper is not None:
         check_scaled(_expand(scaled.paper, targets=False), study, scaled.info, targets)
     check_methods_act(study, targets, scaled.info["name"] if scaled.paper is not None else "paper")
-    study.leaderboard = leaderboard
+    for prep, state in applied:
+        if prep.attach is not None:
+            prep.attach(study, state)
     return study
 
 

@@ -12,7 +12,7 @@ from fedflat.data import load_dataset, make_partition
 from fedflat.errors import ConfigError
 from fedflat.fl.engine import train
 from fedflat.study import figure_inputs, figure_manifest, load_study, table_inputs, table_manifest
-from fedflat.report.kinds import FIGURE_KINDS, TABLE_KINDS
+from fedflat.kinds import FIGURE_KINDS, TABLE_KINDS
 
 CONFIG = {
     "training": {"num_clients": 4, "participation": 0.5, "rounds": 2, "local_steps": 2, "batch_size": 16,

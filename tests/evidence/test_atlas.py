@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from fedflat.study import load_config_file, load_study  # noqa: I001  (first: it registers every kind)
 from fedflat.evidence.atlas import anchor, paper_rows
 from fedflat.evidence.records import COLUMNS
 from fedflat.papers.kinds import table_cells
+from fedflat.study import load_config_file, load_study
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 import yaml
 
-from fedflat.papers.build import build
+from fedflat.build import build
 from fedflat.study import load_study
 
 from .helpers import REPO, small_config

@@ -10,6 +10,7 @@ import pytest
 from fedflat.leaderboard.flow import (ablation_experiments, compute_choice, compute_screen, continuation_experiments,
                                       final_experiments, tuning_inputs)
 from fedflat.leaderboard.kinds import LeaderboardTable
+from fedflat.run_paths import run_of_file
 from fedflat.study import load_study, table_manifest
 
 from .helpers import small_config, write_final_run
@@ -48,7 +49,7 @@ def study(tmp_path, monkeypatch):
     s = load_study(small_config(METHODS, seeds=(0, 1), lr=LR, continuation={"cells": 2, "seeds": [0]}))
     monkeypatch.chdir(tmp_path)
     for f in tuning_inputs(s):
-        _write_summary(Path(f), _screen_acc(s.runs[str(Path(f).parent)[len("results/runs/"):]]))
+        _write_summary(Path(f), _screen_acc(s.runs[run_of_file(f)]))
     s.screen = lambda: compute_screen(s)
     return s
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from fedflat.leaderboard.kinds import LeaderboardTable
-from fedflat.report.kinds import FIGURE_KINDS
+from fedflat.kinds import FIGURE_KINDS
 from fedflat.study import load_study, table_manifest
 
 from .helpers import small_config, write_final_run

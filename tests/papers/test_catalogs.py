@@ -1,7 +1,7 @@
 """Each paper catalog expands to exactly the paper's grid (after deduplication) at every scale.
 
-The expected counts are derived here from the papers' table definitions (notes §"tables and
-figures"), independently of the YAML, so a table that silently loses a row changes the count.
+The expected counts are derived here from the papers' table definitions (each paper's tables
+and figures), independently of the YAML, so a table that silently loses a row changes the count.
 """
 import copy
 import json

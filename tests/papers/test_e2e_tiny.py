@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 import torch
 
-from fedflat.papers.build import build
+from fedflat.build import build
 from fedflat.papers.published import parse_published
 from fedflat.papers.settings import experiment_targets
 from fedflat.study import figure_inputs, figure_manifest, table_inputs

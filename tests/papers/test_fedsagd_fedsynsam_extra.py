@@ -109,8 +109,8 @@ def one_seed(cfg: dict) -> dict:
 
 
 def prepare_and_build(study, name: str, workdir, section: str = "tables"):
-    """papers.build.build: trains the runs, makes `natural` partitions and the stability.json files."""
-    from fedflat.papers.build import build
+    """fedflat.build.build: trains the runs, makes `natural` partitions and the stability.json files."""
+    from fedflat.build import build
 
     return build(study, name, workdir, section=section)
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from fedflat.errors import ConfigError
-from fedflat.papers.build import build
+from fedflat.build import build
 from fedflat.papers.published import parse_published
 from fedflat.study import figure_inputs, figure_manifest, table_inputs
 

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 import torch
 
-from fedflat.papers.build import build
+from fedflat.build import build
 from fedflat.study import table_inputs
 
 from .paper_helpers import load_or_skip, paper_config

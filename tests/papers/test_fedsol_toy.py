@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from fedflat.errors import ConfigError
-from fedflat.papers.build import build
+from fedflat.build import build
 from fedflat.papers.toy_fedsol import DEFAULTS, _params, equilibria, fedprox_grad, fedsol_grad, paths
 
 from .paper_helpers import load_or_skip, paper_config
@@ -16,7 +16,7 @@ def test_gradients_match_the_closed_forms_of_app_h():
     for _ in range(5):
         u, v = rng.normal(size=2)
         r = np.hypot(u, v)
-        # notes 002 §2.5: g_FedSOL = ((u−u_l) + ρu/r, δ((v−v_l) + ρv/r)); g_FedProx = ((u−u_l) + μu, δ(v−v_l) + μv)
+        # FedSOL App. H: g_FedSOL = ((u−u_l) + ρu/r, δ((v−v_l) + ρv/r)); g_FedProx = ((u−u_l) + μu, δ(v−v_l) + μv)
         want_sol = [(u - opt[0]) + rho * u / r, delta * ((v - opt[1]) + rho * v / r)]
         want_prox = [(u - opt[0]) + mu * u, delta * (v - opt[1]) + mu * v]
         assert np.allclose(fedsol_grad(np.array([u, v]), opt, delta, rho, mu), want_sol, atol=1e-12)

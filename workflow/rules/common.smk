@@ -6,6 +6,7 @@ import jsonschema
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+import fedflat.plugins  # noqa: F401  (the composition root: registers every preset, model, data set, hook and kind)
 from fedflat.errors import ConfigError
 from fedflat.models.registry import job_threads
 from fedflat.study import figure_inputs, figure_manifest, load_study, table_inputs, table_manifest

@@ -48,7 +48,7 @@ SOL_TAU = Param(3.0, "softmax temperature τ of the proximal KL", low=0.0, low_o
 
 
 def kl_to_global(logits: torch.Tensor, global_logits: torch.Tensor, tau: float) -> torch.Tensor:
-    """KL(softmax(z_θ/τ) ‖ softmax(z_w/τ)), batchmean, no τ² (FedSOL's L_p, notes §2.3)."""
+    """KL(softmax(z_θ/τ) ‖ softmax(z_w/τ)), batchmean, no τ² (FedSOL's L_p, Sec. 3.2, Eq. 5)."""
     q = F.softmax(global_logits / tau, dim=1)
     return F.kl_div(F.log_softmax(logits / tau, dim=1), q, reduction="batchmean")
 
@@ -56,7 +56,7 @@ def kl_to_global(logits: torch.Tensor, global_logits: torch.Tensor, tau: float) 
 @CORRECTIONS.register("kl_prox")
 class KLProxLoss(LossTerm):
     """FedSOL's proximal KL as an auxiliary loss (Eq. 2 with L_p = KL, τ = 3; Table 1 "KL Base",
-    Table 10 A5): β·KL(softmax(f_θ(x)/τ) ‖ softmax(f_w(x)/τ)), batchmean, no τ². β = 1 (notes §8.3)."""
+    Table 10 A5): β·KL(softmax(f_θ(x)/τ) ‖ softmax(f_w(x)/τ)), batchmean, no τ². β = 1 (β unstated; A5 prints L_local + L_p)."""
 
     name = "kl_prox"
     first_step_inert = "the proximal KL has no gradient at a round's start point"
@@ -173,7 +173,7 @@ class GeneralFedSOL(ProxSource, FedSOLPerturbation):
         if self.rho == 0.0:
             return torch.zeros_like(w)
         if g_local is None and torch.equal(w, ctx.theta) and (self.sol_adaptive or self.sol_prox != "parts"):
-            return torch.zeros_like(w)  # Λ = 0 (and g_p = 0 for kl/l2) at the first step: ε = 0 (notes §8.6)
+            return torch.zeros_like(w)  # Λ = 0 (and g_p = 0 for kl/l2) at the first step: ε = 0 (Eq. 7 at w = θ)
         d = self.prox_gradient(ctx, model, w, x, y, targets)
         if g_local is not None:
             d.mul_(self.sol_beta)

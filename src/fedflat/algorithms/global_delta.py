@@ -1,7 +1,7 @@
 """FedTOGA's global update Δ and its dual correction βΔ (FedTOGA Alg. 1 lines 7a, 11, 12).
 
 The server turns the round's mean client displacement into a gradient-scale estimate
-    Δ^{t+1} = −mean_i(θ_{i,K} − θ_{i,0}) / (K_eff · η_l)  (delta_norm=fedcm, notes §10.3 best reading)
+    Δ^{t+1} = −mean_i(θ_{i,K} − θ_{i,0}) / (K_eff · η_l)  (delta_norm=fedcm: Sec. 4.1's Δ ≈ ∇f, as FedCM)
     Δ^{t+1} = −mean_i(θ_{i,K} − θ_{i,0}) / K              (delta_norm=step, Alg. 1 literally)
 with Δ^0 = 0, and sends it down with θ (downlink 2×). The G-perturbation (perturbations.toga)
 and the `global_delta` correction both read it; whichever part runs first in a round computes it.

@@ -70,16 +70,16 @@ def model_of(ctx: ClientContext, part: str):
 @PERTURBATIONS.register("fedsol")
 class FedSOLPerturbation(Perturbation):
     """FedSOL (Lee et al. 2024, Alg. 1, Eqs. 5–8): perturb along the proximal-loss gradient and
-    update with the local loss at the perturbed point (notes 002 §2.3):
+    update with the local loss at the perturbed point (Sec. 3.2-3.4):
 
         L_p   = KL(softmax(f_{θ}(x)/τ) ‖ softmax(f_w(x)/τ)), batchmean, no τ² (code), τ = 3
         g_p   = ∇_w L_p restricted to the perturbed subset (head by default, Sec. 3.4)
         Λ     = |w − θ| normalised per parameter tensor (Eq. 7; sol_lambda=dim0: code's
                 F.normalize(dim=0)); Λ = 1 when sol_adaptive=false (fedsol_fixed)
-        ε     = ρ Λ ⊙ g_p / ‖g_p‖, zero outside the subset (norm over the subset, notes §8.7)
+        ε     = ρ Λ ⊙ g_p / ‖g_p‖, zero outside the subset (norm over the subset, as the official code; the paper does not say)
         g     = ∇ L_local(w + ε)  (cross-entropy, plus any loss terms of other parts)
 
-    At the first step of a round w = θ, so Λ = 0 and g_p = 0: ε = 0 (notes §8.6). Two passes per
+    At the first step of a round w = θ, so Λ = 0 and g_p = 0: ε = 0 (Eq. 7). Two passes per
     step (the KL backward only reaches the perturbed subset). BatchNorm statistics: the KL pass at w
     is the step's first and updates them, the pass at w + ε does not (official code: running stats
     on for the first pass, off for the second; fl/running_stats.py); at ε = 0 the one pass at w does.
@@ -165,7 +165,7 @@ class LossTerm(Correction):
 
 @CORRECTIONS.register("ntd")
 class NTDLoss(LossTerm):
-    """FedNTD (Lee et al. 2022; FedSOL notes §2.7): not-true distillation,
+    """FedNTD (Lee et al. 2022; a FedSOL baseline, Tables 2 and 8): not-true distillation,
     β τ² KL(softmax(z_g^{¬y}/τ) ‖ softmax(z^{¬y}/τ)) over the logits without the true class,
     batchmean; z_g from the received global model. No state; 1× up and down."""
 
@@ -187,7 +187,7 @@ class NTDLoss(LossTerm):
 
 @CORRECTIONS.register("moon")
 class MOONLoss(LossTerm):
-    """MOON (Li et al. 2021; FedSOL notes §2.7): μ · CE([cos(z, z_g), cos(z, z_prev)]/τ, 0) on the
+    """MOON (Li et al. 2021; a FedSOL baseline, Tables 2 and 8): μ · CE([cos(z, z_g), cos(z, z_prev)]/τ, 0) on the
     penultimate features z (input of the head, no projection head as in FedSOL's code); z_g from
     the received global model, z_prev from the client's previous local model (client state,
     θ^0 before its first participation). Uplink 1×, client state 1 model."""

@@ -369,4 +369,3 @@ class StaleDirectionPerturbation(FixedPerturbation):
 
 # FedSOL's proximal-gradient perturbation needs the model (a second loss); it lives in losses.py
 # with the other parts that compute global-model outputs.
-from . import losses  # noqa: E402,F401

@@ -121,17 +121,8 @@ def build_algorithm(name: str, overrides: dict[str, Any] | None = None) -> Algor
 # The presets. Keep each to a few lines; the parts carry the maths and its citations.
 
 preset("fedavg", "FedAvg", "none", "mean",
-       "McMahan et al. 2017; FedNSAM notes §2.9")
+       "McMahan et al. 2017; a baseline of FedNSAM Tables 2-4")
 preset("fedsam", "FedSAM", "sam", "mean",
        "Qu et al. 2022 / Caldarola et al. 2022; FedNSAM Eq. 3", defaults={"rho": 0.05})
 preset("fednsam", "FedNSAM", "momentum_direction", "momentum",
        "FedNSAM Alg. 1 (lines 7-10, 16-18)", defaults={"rho": 0.1, "lam": 0.85}, fixed={"lookahead": True})
-
-from . import presets_sam  # noqa: E402,F401  (SAM-family and proposed presets)
-from . import presets_baselines  # noqa: E402,F401  (baseline presets)
-from . import presets_fedsol  # noqa: E402,F401  (FedSOL Tables 1, 4, 10 variants)
-from . import fedrcl  # noqa: E402,F401  (FedRCL: relaxed contrastive loss part and preset)
-from . import presets_personal  # noqa: E402,F401  (FedSOL Table 9: PerFedAvg, FedBABU, kNN-Per, Local-only)
-from . import oracle  # noqa: E402,F401  (the exact global perturbation: a diagnostic upper bound)
-from ..synsam import preset as _synsam  # noqa: E402,F401  (FedSynSAM, DynaFed)
-from . import presets_2025  # noqa: E402,F401  (FedGloSS, FedSWA, FedMoSWA, FedWMSAM, FedGMT)

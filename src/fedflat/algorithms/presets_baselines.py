@@ -8,9 +8,9 @@ preset("fedprox", "FedProx", "none", "mean", "Li et al. 2020, Eq. 2; FedSAGD App
        corrections=["prox"], defaults={"mu": 0.01})
 preset("scaffold", "SCAFFOLD", "none", "mean", "Karimireddy et al. 2020, Alg. 1 (option II)",
        corrections=["scaffold"])
-preset("feddyn", "FedDyn", "none", "feddyn", "Acar et al. 2021, Alg. 1; FedTOGA notes §3.5 (α=0.01 LeNet)",
+preset("feddyn", "FedDyn", "none", "feddyn", "Acar et al. 2021, Alg. 1; FedTOGA App. B.2 (α=0.01 LeNet)",
        corrections=["feddyn"], defaults={"alpha": 0.01})
-preset("fedavgm", "FedAvgM", "none", "momentum", "Hsu et al. 2019; FedSAGD notes §4 row 7 (β=0.9)",
+preset("fedavgm", "FedAvgM", "none", "momentum", "Hsu et al. 2019; FedSAGD App. A.3 (β=0.9)",
        defaults={"lam": 0.9}, fixed={"lookahead": False})
 preset("fedadam", "FedAdam", "none", "adam",
        "Reddi et al. 2021, Alg. 2; FedTOGA App. B.2 (η_g=0.01, β1=0.9, β2=0.99, τ=1e-3)",
@@ -22,7 +22,7 @@ preset("fedcm", "FedCM", "none", "mean", "Xu et al. 2021, Alg. 1; FedTOGA App. B
 preset("fedacg", "FedACG", "none", "momentum", "Kim et al. 2024, Alg. 1; FedTOGA App. B.2 (λ=0.85, β=μ=0.01)",
        corrections=["prox"], defaults={"lam": 0.85, "mu": 0.01}, fixed={"lookahead": True},
        notes="FedACG's proximal weight β is the prox part's `mu`, anchored at the look-ahead start")
-preset("fednova", "FedNova", "none", "nova", "Wang et al. 2020, Eq. 6-7; FedSOL notes §2.7")
+preset("fednova", "FedNova", "none", "nova", "Wang et al. 2020, Eq. 6-7; a FedSOL baseline (Tables 2, 4)")
 preset("feddc", "FedDC", "none", "feddc", "Gao et al. 2022, Alg. 1, Eq. 6-8; FedTOGA App. B.2 (α=0.01 LeNet)",
        corrections=["scaffold", "feddc"], defaults={"alpha": 0.01})
 preset("mimelite", "MimeLite", "none", "mean", "Karimireddy et al. 2021 (Mime), MimeLite; FedSAGD App. C.8 (β=0.2)",

@@ -1,4 +1,4 @@
-"""Personalized-FL comparators of FedSOL Table 9 (notes 002 §2.7 "Personalized-FL comparators").
+"""Personalized-FL comparators of FedSOL Table 9 (App. D).
 
 Training-side parts, as compositions of the usual vocabulary; the personalization evaluation
 itself (fine-tuning, local test sets, kNN interpolation) is one module for every row:
@@ -101,7 +101,7 @@ class KNNPersonal(Correction):
         return g
 
 
-SRC = "FedSOL Table 9 / App. D (notes 002 §2.7)"
+SRC = "FedSOL Table 9 / App. D"
 # Evaluated per client (fine-tuned or local models), not as one global model: comparisons of global models
 # (fedflat.leaderboard) refuse them.
 PERSONAL_PRESETS = ("perfedavg", "fedbabu", "knnper", "localonly")

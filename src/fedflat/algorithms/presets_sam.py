@@ -1,7 +1,7 @@
 """SAM-family and proposed presets (issue 3, part B). Every update rule lives in the parts;
 docs/algorithms_sam.md has one section per preset (equations, state, communication, ambiguities).
 
-Defaults follow the notes in ../shared/notes: ρ per FedTOGA §5.6 (the one paper that states it
+Defaults follow the papers: ρ per FedTOGA App. B.2 (the one paper that states it
 for most baselines; 0.05 where it gives 0.01, matching FedSAM here and FedNSAM's code), FedNSAM
 ρ = 0.1 and λ = 0.85, FedSOL ρ = 2.0 head-only, FedTOGA κ = 1, β = 0.8, α = 0.1.
 """
@@ -13,16 +13,16 @@ NSAM = "FedNSAM (Liu et al., MM 2025)"
 
 # --------------------------------------------------------------------------- SAM family
 preset("fedasam", "FedASAM", "asam", "mean",
-       "Caldarola et al. 2022 (FedASAM) with ASAM of Kwon et al. 2021, Eq. 8; FedSOL notes §2.7",
+       "Caldarola et al. 2022 (FedASAM) with ASAM of Kwon et al. 2021, Eq. 8; a FedSOL baseline (Tables 2, 8)",
        defaults={"rho": 0.7, "asam_eta": 0.2})
 preset("mofedsam", "MoFedSAM", "sam", "mean",
-       "Qu et al. 2022 (MoFedSAM = FedSAM + FedCM); FedNSAM §4.2 with the sign of notes 000 §8.11",
+       "Qu et al. 2022 (MoFedSAM = FedSAM + FedCM); FedNSAM Sec. 4.2 with its momentum term's sign reversed (as printed it moves uphill)",
        corrections=("momentum_mix",), defaults={"rho": 0.05, "cm_alpha": 0.1})
 preset("fedgamma", "FedGAMMA", "sam", "mean",
-       "Dai et al. 2023 (SAM + SCAFFOLD option II); FedTOGA Table 5, notes 004 §3.4",
+       "Dai et al. 2023 (SAM + SCAFFOLD option II); FedTOGA Table 5, App. B.2",
        corrections=("scaffold",), defaults={"rho": 0.1})
 preset("fedspeed", "FedSpeed", "sam", "feddyn",
-       "Sun et al. 2023 (FedDyn + SAM as in FL-Simulator); FedTOGA Table 5, notes 004 §3.4",
+       "Sun et al. 2023 (FedDyn + SAM as in FL-Simulator); FedTOGA Table 5, App. B.2",
        corrections=("feddyn",), defaults={"rho": 0.1, "alpha": 0.1})
 preset("fedsmoo", "FedSMOO", "smoo", "feddyn",
        "Sun et al. 2023; FedTOGA App. A Alg. 2 (dual-corrected perturbation + FedDyn dual)",
@@ -45,10 +45,10 @@ preset("fedlesam_d", "FedLESAM-D", "stale_direction", "feddyn",
 
 # --------------------------------------------------------------------------- FedNSAM variants
 preset("fednsam_s", "FedNSAM-S", "momentum_direction", "momentum",
-       f"{NSAM} Table 5 (Alg. 1 local rule + SCAFFOLD control variates; notes 000 §2.15)",
+       f"{NSAM} Table 5 (Alg. 1 local rule + SCAFFOLD control variates; named, not defined, in Sec. 6.6)",
        corrections=("scaffold",), defaults={"rho": 0.1, "lam": 0.85}, fixed={"lookahead": True})
 preset("fednsam_d", "FedNSAM-D", "own_momentum_direction", "feddyn",
-       f"{NSAM} Table 5 (Alg. 1 lines 7-10 per step + FedDyn regulariser and server; notes 000 §2.15)",
+       f"{NSAM} Table 5 (Alg. 1 lines 7-10 per step + FedDyn regulariser and server; named, not defined, in Sec. 6.6)",
        corrections=("feddyn",), defaults={"rho": 0.1, "lam": 0.85, "alpha": 0.1}, fixed={"extrapolate": True})
 preset("fedavg_nesterov", "FedAvg+Nesterov", "none", "momentum",
        f"{NSAM} Table 6 (look-ahead start θ+λm, SGD, server momentum; repo's FedNesterov)",
@@ -71,7 +71,7 @@ preset("fedsol_fixed", "FedSOL (fixed ρ)", "fedsol", "mean",
        "Lee et al. 2024 (FedSOL) Eq. 5-6 with Λ = 1 (official fedsol_fixed)",
        defaults={"rho": 2.0}, fixed={"sol_adaptive": False})
 preset("fedtoga", "FedTOGA", "toga", "feddyn",
-       "FedTOGA Alg. 1 lines 7, 11, 12, 14 (G-perturbation g+κΔ, FedDyn dual, +βΔ; notes 004 §2.7)",
+       "FedTOGA Alg. 1 lines 7, 11, 12, 14 (G-perturbation g+κΔ, FedDyn dual as Alg. 2/3, +βΔ)",
        corrections=("feddyn", "global_delta"),
        defaults={"rho": 0.1, "kappa": 1.0, "beta": 0.8, "alpha": 0.1})
 

@@ -25,8 +25,8 @@ class MomentumServer(ServerOpt):
     """Heavy-ball server momentum: m ← λ m + mean Δ, θ ← θ + m (m⁰ = 0).
 
     With lookahead=true clients start from θ + λm (FedACG; FedNSAM's Nesterov extrapolation,
-    which notes §2.1 show equals Alg. 1's per-step θ_k + λm), and m is sent down with θ, so
-    the downlink is 2 vectors (notes §8.8). Without look-ahead this is FedAvgM.
+    equivalent to FedNSAM Alg. 1's per-step θ_k + λm, lines 7-10), and m is sent down with θ, so
+    the downlink is 2 vectors (FedNSAM Table 1's "1×" counts the uplink only). Without look-ahead this is FedAvgM.
     """
 
     name = "momentum"

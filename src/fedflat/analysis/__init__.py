@@ -9,9 +9,9 @@
   stability.py   empirical stability: paired runs on neighbouring datasets
   hooks.py       the per-round measurements as RoundHooks (registered into fl.hooks.ROUND_HOOKS)
   cli.py         `python -m fedflat.analysis <cmd>`: the Snakemake rules' entry points
-  figures.py     figure/table kinds (registered into report.kinds)
+  figures.py     figure/table kinds (registered into fedflat.kinds)
   overlay.py     figure kind landscape_overlay: a second run's surface overlaid (FedSynSAM Fig. 1)
 
-This package's __init__ imports nothing on purpose: fl.hooks imports analysis.hooks at its end to
-register the hooks, and report.kinds imports analysis.figures; both must not cycle back here.
+This package's __init__ imports nothing on purpose: the composition root (fedflat.plugins) imports the
+modules that register hooks and kinds, and importing one analysis module should not load the others.
 """

@@ -1,4 +1,4 @@
-"""Perturbation cosine (FedSynSAM Fig. 2, FedSOL Fig. 3b; notes 003 §4.1):
+"""Perturbation cosine (FedSynSAM Fig. 2, Sec. IV-A; FedSOL Fig. 3b):
 
     cos(δ_alg, ∇F(w))   with  w = the start point every client receives for the next round,
 

@@ -2,7 +2,7 @@
 
   global-local divergence (FedSOL Fig. 6a):  mean_i ‖w_i,K − w_start‖₂, w_start = the model the
       clients received (start point; the look-ahead point for FedNSAM/FedACG)
-  model divergence (FedTOGA Fig. 8, notes 004 best reading): mean_i ‖w_i,K − θ^{t+1}‖² to the new
+  model divergence (FedTOGA Fig. 8, metric undefined; a best reading): mean_i ‖w_i,K − θ^{t+1}‖² to the new
       global model, and mean_i ‖w_i,K − w_start‖²
   divergence across local models (FedSOL Fig. 6b): mean pairwise ‖w_i − w_j‖₂ over sampled clients,
       and mean ‖w_i − w̄‖₂ to their (unweighted) mean

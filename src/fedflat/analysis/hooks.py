@@ -195,5 +195,3 @@ class LocalAccuracyHook(AnalysisHook):
 
 
 # FedSOL Table 9 (personalize) and Figs. 3b, 5b (sol_cosine, lambda_layers); imported last: they subclass AnalysisHook
-from . import personalize as _personalize, fedsol_hooks as _fedsol_hooks  # noqa: E402,F401
-from . import synsam_mix as _synsam_mix  # noqa: E402,F401  (FedSynSAM: what its ascent direction is made of)

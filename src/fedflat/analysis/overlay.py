@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, choice_error
-from ..papers.kinds import _caption, _norm_select, select_runs
-from ..report.kinds import FIGURE_KINDS
+from ..report.select import normalise_select, select_runs, target_caption
+from ..kinds import FIGURE_KINDS
 from . import paths
 
 PANEL_KEYS = ("title", "experiment", "select", "overlay_experiment", "overlay_select")
@@ -49,7 +49,7 @@ def _role(study, name: str, spec: dict, i: int, panel: dict, prefix: str) -> dic
         raise ConfigError(f"{key}.{prefix}experiment: required (the experiment of the {prefix or 'main '}surface)")
     if ename not in study.experiments:
         raise choice_error(f"{key}.{prefix}experiment", ename, study.experiments)
-    sel = _norm_select(panel.get(f"{prefix}select"), f"{key}.{prefix}select", spec.get("scale_info") or {})
+    sel = normalise_select(panel.get(f"{prefix}select"), f"{key}.{prefix}select", spec.get("scale_info") or {})
     if "experiment" in sel:
         raise ConfigError(f"{key}.{prefix}select.experiment: not allowed here; set {key}.{prefix}experiment")
     runs = select_runs(study, sel, ename, f"{key}.{prefix}select")
@@ -124,7 +124,7 @@ class LandscapeOverlay:
 
     @staticmethod
     def manifest(study, name, spec):
-        return {"name": name, "title": spec.get("title", ""), "caption": _caption(spec),
+        return {"name": name, "title": spec.get("title", ""), "caption": target_caption(spec),
                 "data": spec.get("data", "train"), "annotate": spec.get("annotate", "edge"),
                 "label": spec.get("label", "w/ comp"), "overlay_label": spec.get("overlay_label", "w/o comp"),
                 "cmap": spec.get("cmap", "YlOrRd"), "overlay_color": spec.get("overlay_color", "purple"),

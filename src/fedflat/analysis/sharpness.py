@@ -1,4 +1,4 @@
-"""Global sharpness (FedNSAM Fig. 2b, notes 000 §4.2 reading (a)):
+"""Global sharpness (FedNSAM Fig. 2b, which plots it without a definition; read as SAM sharpness):
 
     S_ρ(θ) = F(θ + ρ ∇F(θ)/‖∇F(θ)‖) − F(θ)
 

@@ -1,4 +1,4 @@
-"""Empirical stability (FedSAGD App. A.4, notes 001 §6): train the same run twice from the same
+"""Empirical stability (FedSAGD App. A.4, Fig. 2): train the same run twice from the same
 initialisation with the same seeds, on two datasets that differ in one sample per client (or in one
 client), and measure ‖x_t − x'_t‖₂ per round and at the end.
 

@@ -1,4 +1,4 @@
-"""Figure kinds of FedSAGD's empirical stability (notes 001 §6), registered into FIGURE_KINDS:
+"""Figure kinds of FedSAGD's empirical stability (App. A.4, Figs. 1-2), registered into FIGURE_KINDS:
 
   stability_curve     Fig. 2: global model discrepancy ‖x_t − x'_t‖₂ vs round t, read from each
                       run's stability.json (`per_round`, written by `python -m fedflat.analysis
@@ -25,16 +25,16 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import ConfigError, choice_error
-from ..report.kinds import FIGURE_KINDS
+from ..kinds import FIGURE_KINDS
 from . import paths
 
 LOCAL_PREFIX = "local_disc_k"
 
 
 def _panels(study, name: str, spec: dict) -> list[dict]:
-    from ..papers.kinds import _figure_runs
+    from ..report.select import figure_runs
 
-    panels = _figure_runs(study, name, spec, "panels")
+    panels = figure_runs(study, name, spec, "panels")
     want = spec.get("algorithms")
     if want is not None:
         if not isinstance(want, list) or not want:
@@ -54,9 +54,9 @@ def _check_common(name: str, spec: dict) -> None:
 
 
 def _manifest(study, name, spec, extra: dict) -> dict:
-    from ..papers.kinds import _caption
+    from ..report.select import target_caption
 
-    return {"title": spec.get("title", ""), "caption": _caption(spec), "yscale": spec.get("yscale", "linear"),
+    return {"title": spec.get("title", ""), "caption": target_caption(spec), "yscale": spec.get("yscale", "linear"),
             "panels": _panels(study, name, spec), **extra}
 
 
@@ -105,7 +105,7 @@ def neighbour_note(entries: list[dict]) -> str:
 
 
 def _render(m: dict, outs, frame_of, xlabel: str, ylabel: str, note: str) -> None:
-    from ..papers.render import _suptitle, panel_grid, shared_legend
+    from ..report.panels import panel_grid, shared_legend, suptitle
     from matplotlib.ticker import MaxNLocator
 
     from ..report.style import apply_style, color_for, marker_for, save_all
@@ -136,7 +136,7 @@ def _render(m: dict, outs, frame_of, xlabel: str, ylabel: str, note: str) -> Non
         if m.get("yscale") == "log" and (df["y"] > 0).any():
             ax.set_yscale("log")
     shared_legend(fig, axes.flat[:n], 4)
-    fig.suptitle(_suptitle(m, f"{note}; mean over seeds {sorted(seeds)}; band: min–max"), fontsize=8)
+    fig.suptitle(suptitle(m, f"{note}; mean over seeds {sorted(seeds)}; band: min–max"), fontsize=8)
     save_all(fig, outs)
 
 

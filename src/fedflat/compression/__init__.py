@@ -1,5 +1,5 @@
 """Uplink compressors (FedSynSAM Sec. III-A): stochastic quantization ("quant") and Top-k ("topk"),
-registered into fl.hooks.COMPRESSORS; optional error feedback. See docs/fedsynsam.md."""
+registered into compression.interface.COMPRESSORS; optional error feedback. See docs/fedsynsam.md."""
 from .base import UplinkCompressor
 from .quantization import StochasticQuantizer, num_levels, stochastic_quantize
 from .topk import TopK, kept_count

@@ -3,7 +3,7 @@ top-k is taken over (whole vector, per tensor, fixed buckets), error feedback, s
 
 The engine hands every uplink vector of a client to `compress(vec, cid, key, state)`; `state` is the
 client's persistent compressor memory (kept and checkpointed by the engine). Error feedback keeps the
-residual e ← (v + e) − Q(v + e) there, per uplink key, and is off by default (FedSynSAM notes §3:
+residual e ← (v + e) − Q(v + e) there, per uplink key, and is off by default (FedSynSAM Sec. III-A:
 the paper uses none).
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ import torch
 
 from ..algorithms.base import Param
 from ..errors import ConfigError
-from ..fl.hooks import BYTES_PER_FLOAT, Compressor
+from .interface import BYTES_PER_FLOAT, Compressor
 
 _RNG_TAG = 0xC0DE
 COMMON_PARAMS: dict[str, Param] = {

@@ -5,7 +5,7 @@
     Var[Q(v)_i] = ‖v‖² p(1−p)/a².
 
 Levels: the paper writes a = 2^b + 1 (`levels: "2^b+1"`, the default, literal); the likely intended
-a = 2^b − 1 and a = 2^(b−1) − 1 (sign + magnitude in exactly b bits) are switches (notes §9.2).
+a = 2^b − 1 and a = 2^(b−1) − 1 (sign + magnitude in exactly b bits) are switches (FedSynSAM Sec. III-A, Eq. 4).
 Norm scope: the whole vector as the formula is written (`scope: global`), each parameter tensor
 (`scope: per_tensor`) or fixed buckets of `bucket_size` consecutive values (QSGD's bucketing).
 
@@ -21,7 +21,7 @@ import torch
 
 from ..algorithms.base import Param
 from ..errors import ConfigError
-from ..fl.hooks import COMPRESSORS
+from .interface import COMPRESSORS
 from .base import FLOAT_BITS, UplinkCompressor, bits_for
 
 LEVEL_RULES = {

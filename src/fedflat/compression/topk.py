@@ -1,5 +1,5 @@
 """Top-k sparsification (FedSynSAM Sec. III-A, after [3]): keep the fraction k of entries with the
-largest magnitudes, zero the rest (k = kept fraction: 0.1 and 0.25 in the paper, notes §3.2).
+largest magnitudes, zero the rest (k = kept fraction: 0.1 and 0.25 in Sec. VI-A).
 
 Kept count per segment: m = max(1, round_half_up(k·n)); `scope: global` (the literal reading) ranks
 the whole vector, `scope: per_tensor` ranks each tensor. Ties at the threshold are broken by
@@ -15,7 +15,7 @@ import math
 import torch
 
 from ..algorithms.base import Param
-from ..fl.hooks import COMPRESSORS
+from .interface import COMPRESSORS
 from .base import FLOAT_BITS, UplinkCompressor, bits_for
 
 

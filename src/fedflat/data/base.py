@@ -77,6 +77,3 @@ def channel_stats(x_uint8: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 # Register the embedded dataset(s).
-from . import digits  # noqa: E402,F401
-from ..papers import standins  # noqa: E402,F401  (tiny-scale stand-ins of the paper datasets/models)
-from . import torchvision_sets, folders, medmnist, shakespeare  # noqa: E402,F401  (file-backed datasets)

@@ -10,6 +10,7 @@ import sys
 
 
 def main(argv=None) -> int:
+    from .. import plugins  # noqa: F401  (the composition root: every preset, data set, model and kind)
     from ..errors import ConfigError
 
     ap = argparse.ArgumentParser(prog="python -m fedflat.evidence", description=__doc__,

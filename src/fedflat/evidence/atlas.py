@@ -34,9 +34,9 @@ def _reach(study, run_ids: list[str]) -> str | None:
 
 
 def paper_rows(paper: str, config_dir: Path, evidence_root: Path, figures_root: Path) -> list[dict]:
-    from ..study import load_config_file, load_study  # first: it registers every kind (import order)
     from ..papers.kinds import table_cells
     from ..papers.published import parse_published
+    from ..study import load_config_file, load_study
 
     cfg = load_config_file(Path(config_dir) / f"{paper}.yaml")
     cfg["scale"] = "paper"

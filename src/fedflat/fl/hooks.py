@@ -5,9 +5,10 @@ Registered by name in ROUND_HOOKS; a run enables them through RunSpec.analysis, 
     analysis: {sharpness: {every: 5, rho: 0.05}}
 Each hook returns extra metric columns for the round (written to metrics.csv).
 
-Compressor: transforms every uplink vector (the model update and any extra vectors a part sends)
-and reports the bytes that would go on the wire. Registered in COMPRESSORS; a run enables one
-through RunSpec.uplink, e.g. uplink: {kind: quant, bits: 4}.
+Compressor (defined in compression/interface.py, below the engine, and re-exported here for the engine):
+transforms every uplink vector and reports the bytes that would go on the wire.
+
+Hooks register from their own modules, which the composition root (fedflat.plugins) imports.
 """
 from __future__ import annotations
 
@@ -15,13 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..compression.interface import BYTES_PER_FLOAT, COMPRESSORS, Compressor  # noqa: F401  (the engine's names)
 from ..registry import Registry
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..algorithms import RoundResult
     from .engine import Simulation
-
-BYTES_PER_FLOAT = 4
 
 
 class RoundHook:
@@ -36,25 +36,3 @@ class RoundHook:
 
 
 ROUND_HOOKS: Registry[type[RoundHook]] = Registry("analysis hook")
-
-
-class Compressor:
-    """Identity: sends float32 vectors as they are."""
-
-    def __init__(self, **params: Any):
-        self.params = params
-
-    def compress(self, vec: torch.Tensor, cid: int, key: str, state: dict) -> tuple[torch.Tensor, int]:
-        """Return (the vector the server receives, bytes sent). `state` is this client's persistent
-        compressor memory (error feedback), kept by the engine."""
-        return vec, vec.numel() * BYTES_PER_FLOAT
-
-
-COMPRESSORS: Registry[type[Compressor]] = Registry("compressor")
-COMPRESSORS.add("none", Compressor)
-
-from .. import compression as _compression  # noqa: E402,F401  (registers quant, topk)
-
-# The analysis package's hooks (sharpness, perturbation_cosine, divergence, ...) register here, so
-# both the training job and the study parser see them.
-from ..analysis import hooks as _analysis_hooks  # noqa: E402,F401

@@ -7,7 +7,7 @@ far as a plain step (and FedSynSAM's synthetic pass would mix synthetic statisti
 is once per step, by the FIRST pass: the `sam` package's example (davda54/sam, example/train.py:
 `enable_running_stats` before the first forward-backward, `disable_running_stats` (momentum 0)
 before the second) and FedSOL's official code (ExpSAM: running statistics on for the proximal-KL
-pass at w, off for the update pass; notes 002 §2.3).
+pass at w, off for the update pass; github.com/Lee-Gihun/FedSOL, algorithms/fedsol_adaptive/ClientTrainer.py).
 
 `StepStats` does this for every part at once: the engine opens it at each local step; the first
 forward of the step (through grad_at, or a part's own forward that calls `claim`, as FedSOL's

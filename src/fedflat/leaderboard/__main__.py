@@ -8,6 +8,7 @@ import sys
 
 
 def main(argv=None) -> int:
+    from .. import plugins  # noqa: F401  (the composition root: every preset, data set, model and kind)
     from ..errors import ConfigError
     from ..study import load_config_file
     from .plan import estimate, render

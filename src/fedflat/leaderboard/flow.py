@@ -16,7 +16,7 @@ have finished; Snakemake's DAG is static, so the choice is a checkpoint (workflo
      validation scores, the same rule for every method, once); `fallback_experiments` registers those runs,
      and the table and figures rank the method by them.
 
-In-process builds (fedflat.papers.build, the tests) set `study.choice` to `ensure_choice` and `study.fallback`
+In-process builds (fedflat.build, the tests) set `study.choice` to `ensure_choice` and `study.fallback`
 to `ensure_fallback`, which train what the choice rests on and write the same files.
 """
 from __future__ import annotations
@@ -110,11 +110,12 @@ def _write(compute, study, out: str | Path) -> dict:
 def _ensure(compute, study, path: str, inputs, data_root: str) -> dict:
     """In-process checkpoint: train the runs behind `inputs(study)` that are missing, then write and return the
     file. Once it exists this is a read: it is called every time the final runs are asked for."""
-    from ..papers.build import _ensure_run
+    from ..build import ensure_run
+    from ..run_paths import run_of_file
 
     if not Path(path).exists():
         for f in inputs(study):
-            _ensure_run(study, str(Path(f).parent)[len("results/runs/"):], data_root)
+            ensure_run(study, run_of_file(f), data_root)
         _write(compute, study, path)
     return json.loads(Path(path).read_text())
 
@@ -153,7 +154,7 @@ def ensure_screen(study, data_root: str) -> dict:
 def continuation_experiments(study) -> dict[str, list[tuple[str, dict]]]:
     """{partition: [(run id, labels)]} of the continuation runs, registered in `study` once the screen is known."""
     if study.screen is None:
-        raise ConfigError("leaderboard: the screen's cells are unknown here; build through Snakemake or fedflat.papers.build")
+        raise ConfigError("leaderboard: the screen's cells are unknown here; build through Snakemake or fedflat.build")
     screen = study.screen()
     key = json.dumps(screen, sort_keys=True)
     if study.final_cache.get("screen_key") != key:
@@ -199,7 +200,7 @@ def _register(study, stage: str, chosen: dict | None = None, fallback: dict | No
 def final_experiments(study) -> dict[str, list[tuple[str, dict]]]:
     """{partition: [(run id, labels)]} of the final runs, registered in `study` (runs, partitions, experiments)."""
     if study.choice is None:
-        raise ConfigError("leaderboard: the tuning choice is unknown here; build through Snakemake or fedflat.papers.build")
+        raise ConfigError("leaderboard: the tuning choice is unknown here; build through Snakemake or fedflat.build")
     chosen = study.choice()
     key = json.dumps(chosen, sort_keys=True)
     if study.final_cache.get("key") != key:
@@ -265,7 +266,7 @@ def fallback_experiments(study) -> dict[str, list[tuple[str, dict]]]:
     final_experiments(study)
     if study.fallback is None:
         raise ConfigError("leaderboard: the divergence fallback is unknown here; build through Snakemake or "
-                          "fedflat.papers.build")
+                          "fedflat.build")
     fb = study.fallback()
     key = json.dumps(fb, sort_keys=True)
     if study.final_cache.get("fallback_key") != key:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..report.kinds import FIGURE_KINDS, TABLE_KINDS
+from ..kinds import FIGURE_KINDS, TABLE_KINDS
 
 
 def _protocol(study, name: str) -> dict:

@@ -27,7 +27,3 @@ def job_threads(model: str, threads: int) -> int:
 
 def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
-
-
-from . import small  # noqa: E402,F401  (registers the models)
-from . import lenet, resnet, vgg, convnet, lstm, vit, pretrained  # noqa: E402,F401  (paper models)

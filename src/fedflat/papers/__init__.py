@@ -8,5 +8,6 @@ kinds     -- table/figure kinds: paper_table, paper_curves, paper_sweep
 standins  -- digits-sized stand-in datasets/models (`tiny` scale); small ViTs for the pretrained
              transformers (`reduced` scale)
 
-Kept import-light: fedflat.data imports `standins` at start-up.
+build.py moved to fedflat.build (the in-process builder). Every plugin module here (standins, the kinds,
+catalog's study preparer) registers when the composition root (fedflat.plugins) imports it.
 """

@@ -24,6 +24,7 @@ def main(argv=None) -> int:
         from ..evidence.__main__ import main as evidence_main
 
         return evidence_main(argv)
+    from .. import plugins  # noqa: F401  (the composition root: every preset, data set, model and kind)
     from ..errors import ConfigError
     from ..study import load_config_file, load_study
     from .compute import summarise

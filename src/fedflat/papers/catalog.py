@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import ConfigError
+from ..study import STUDY_PREPARERS, StudyPreparer
 
 CATALOG_KEYS = ("paper", "pending_tables", "pending_figures")
 
@@ -47,8 +48,9 @@ def _waits_for(entry: dict) -> list[str]:
 
 
 def _registered(name: str) -> bool:
-    from ..fl.hooks import COMPRESSORS, ROUND_HOOKS
-    from ..report.kinds import FIGURE_KINDS, TABLE_KINDS
+    from ..compression.interface import COMPRESSORS
+    from ..fl.hooks import ROUND_HOOKS
+    from ..kinds import FIGURE_KINDS, TABLE_KINDS
 
     return any(name in r for r in (FIGURE_KINDS, TABLE_KINDS, ROUND_HOOKS, COMPRESSORS))
 
@@ -89,3 +91,9 @@ def report_caption(study, section: str, name: str) -> str:
     elif study.config.get("scale"):
         text += f" (scale: {study.config['scale']})"
     return " ".join(text.split())
+
+
+# A catalog is prepared (pending entries promoted, `paper:` consumed) and its targets tagged with the paper and
+# the scale; the composition root imports this module, which registers it (study.StudyPreparer).
+STUDY_PREPARERS.add("paper_catalog", StudyPreparer(applies=is_catalog, prepare=prepare_catalog, after_scale=tag_targets,
+                                                   order=1))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 from ..errors import ConfigError
+from ..run_paths import run_of_file
 
 # input shape per dataset family (channels, height, width); sequences: (length,)
 INPUT_SHAPES = {"cifar10": (3, 32, 32), "cifar100": (3, 32, 32), "svhn": (3, 32, 32), "cinic10": (3, 32, 32),
@@ -102,8 +103,7 @@ def summarise(study, measure: bool = False, cache: dict[str, float] | None = Non
     for section, inputs in (("tables", table_inputs), ("figures", figure_inputs)):
         for name, entry in getattr(study, section).items():
             files = inputs(study, name)
-            rids = {str(f)[len("results/runs/"):].rsplit("/", 1)[0] for f in files if str(f).startswith("results/runs/")}
-            rids &= set(per_run)
+            rids = {run_of_file(f) for f in files} & set(per_run)
             out = (f"{study.tables_dir}/{name}.md" if section == "tables" else f"{study.figures_dir}/{name}.pdf")
             rows.append({"target": out, "ref": entry.get("ref", name), "runs": len(rids),
                          "sample_grads": sum(per_run[r][0] for r in rids),

@@ -1,4 +1,4 @@
-"""Table and figure kinds for the paper catalogs (registered into report.kinds' registries).
+"""Table and figure kinds for the paper catalogs (registered into fedflat.kinds' registries).
 
 paper_table: rows x column groups x metrics; every cell shows the published value, ours and the
   difference, and the caption states the scale and the seeds. Config entry:
@@ -28,77 +28,12 @@ paper_sweep: a final metric against a swept value (λ/ρ sensitivity, participat
 from __future__ import annotations
 
 from ..errors import ConfigError, choice_error
-from ..report.kinds import FIGURE_KINDS, TABLE_KINDS
-
-SELECT_KEYS = {"experiment", "algorithm", "preset", "dataset", "model", "partition"}
-NAMED_METRICS = {"acc": "Acc", "last10_acc": "Acc (last 10%)", "best_acc": "Top acc", "final_loss": "Loss",
-                 "wall_per_round": "s/round", "up_mb_per_round": "MB/round"}
-
+from ..kinds import FIGURE_KINDS, TABLE_KINDS
+from ..report.select import experiment_of, figure_runs, normalise_select, select_runs, target_caption
+from .stats import check_metric
 
 # --------------------------------------------------------------------------------------------
 # selection
-
-
-def metric_header(metric: str) -> str:
-    if metric in NAMED_METRICS:
-        return NAMED_METRICS[metric]
-    if metric.startswith("rounds@"):
-        return f"R({metric[7:]}%)"
-    return metric.split(":")[-1]
-
-
-def check_metric(metric, key: str) -> str:
-    if not isinstance(metric, str):
-        raise ConfigError(f"{key}: metric must be a string, got {metric!r}")
-    if metric in NAMED_METRICS:
-        return metric
-    if metric.startswith("rounds@"):
-        try:
-            t = float(metric[7:])
-        except ValueError:
-            t = -1
-        if not 0 < t <= 100:
-            raise ConfigError(f"{key}: {metric!r} needs a target accuracy in percent, e.g. rounds@78")
-        return metric
-    if metric.startswith("column:") and len(metric) > 7:
-        return metric
-    if metric.startswith("file:") and metric.count(":") == 2:  # file:hessian.json:lambda_max (analysis output)
-        return metric
-    raise choice_error(key, metric, sorted(NAMED_METRICS) + ["rounds@<target %>", "column:<name>"])
-
-
-def _norm_select(raw, key: str, scale_info: dict) -> dict:
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{key}: must be a mapping with keys from {', '.join(sorted(SELECT_KEYS))}")
-    bad = sorted(set(raw) - SELECT_KEYS)
-    if bad:
-        raise ConfigError(f"{key}: unknown key {bad[0]!r}; allowed: {', '.join(sorted(SELECT_KEYS))}")
-    out = {k: str(v) for k, v in raw.items()}
-    # the catalog names paper datasets/models; at reduced/tiny scale the runs carry the substitutes
-    if "dataset" in out:
-        out["dataset"] = (scale_info.get("datasets") or {}).get(out["dataset"], out["dataset"])
-    if "model" in out:
-        out["model"] = (scale_info.get("models") or {}).get(out["model"], out["model"])
-    return out
-
-
-def _matches(labels: dict, sel: dict) -> bool:
-    for k, v in sel.items():
-        if k == "experiment":
-            continue
-        have = str(labels.get(k))
-        if have != v and not (k == "partition" and have.startswith(v + "-")):
-            return False
-    return True
-
-
-def select_runs(study, sel: dict, default_experiment: str, key: str) -> list[tuple[str, dict]]:
-    ename = sel.get("experiment", default_experiment)
-    if ename not in study.experiments:
-        raise choice_error(f"{key}.experiment", ename, study.experiments)
-    return [(rid, lab) for rid, lab in study.experiments[ename] if _matches(lab, sel)]
 
 
 def _fill(value, variables: dict, key: str):
@@ -116,13 +51,6 @@ def _merge(a: dict, b: dict, key: str) -> dict:
         if a[k] != b[k]:
             raise ConfigError(f"{key}: row and column both select {k} ({a[k]!r} vs {b[k]!r})")
     return {**a, **b}
-
-
-def _experiment_of(entry: dict) -> dict:
-    sel = dict(entry.get("select") or {})
-    if "experiment" in entry:
-        sel["experiment"] = entry["experiment"]
-    return sel
 
 
 # --------------------------------------------------------------------------------------------
@@ -145,7 +73,7 @@ def _rows(study, name: str, spec: dict) -> list[dict]:
         bad = sorted(set(r) - {"label", "select", "experiment", "not_run", "vars"})
         if bad:
             raise ConfigError(f"tables.{name}.rows[{i}]: unknown key {bad[0]!r}; allowed: experiment, label, not_run, select, vars")
-        sel = _experiment_of(r)
+        sel = experiment_of(r)
         if not r.get("not_run") and "select" not in r:
             sel = {"algorithm": r["label"], **sel}
         rows.append({"label": str(r["label"]), "select": sel, "not_run": r.get("not_run"),
@@ -171,7 +99,7 @@ def _columns(name: str, spec: dict) -> list[dict]:
         if isinstance(metrics, str):
             metrics = [metrics]
         for m in metrics:
-            cols.append({"group": str(g.get("group", "")), "select": _experiment_of(g),
+            cols.append({"group": str(g.get("group", "")), "select": experiment_of(g),
                          "metric": check_metric(m, f"{key}.metrics"), "not_run": g.get("not_run")})
     return cols
 
@@ -189,7 +117,7 @@ def _cells(study, name: str, spec: dict) -> tuple[list[dict], list[dict], list[l
                 line.append([])
                 continue
             csel = {k: _fill(v, r["vars"], key) for k, v in c["select"].items()}
-            sel = _merge(_norm_select(r["select"], key, info), _norm_select(csel, key, info), key)
+            sel = _merge(normalise_select(r["select"], key, info), normalise_select(csel, key, info), key)
             if "experiment" not in sel and default is None:
                 raise ConfigError(f"{key}: no experiment (set the table's `experiment` or the column's)")
             runs = select_runs(study, sel, default, key)
@@ -259,39 +187,10 @@ class PaperTable:
 # figures
 
 
-def _figure_runs(study, name: str, spec: dict, items_key: str) -> list[dict]:
-    info = spec.get("scale_info") or {}
-    default = spec.get("experiment")
-    out = []
-    for i, item in enumerate(spec.get(items_key) or []):
-        key = f"figures.{name}.{items_key}[{i}]"
-        if not isinstance(item, dict):
-            raise ConfigError(f"{key}: must be a mapping")
-        sel = _norm_select(_experiment_of(item), key, info)
-        if "experiment" not in sel and default is None:
-            raise ConfigError(f"{key}: no experiment (set the figure's `experiment`)")
-        runs = select_runs(study, sel, default, key)
-        if not runs:
-            raise ConfigError(f"{key}: selects no run")
-        out.append({**{k: v for k, v in item.items() if k not in ("select", "experiment")},
-                    "entries": [{**lab, "dir": study.run_dir(rid)} for rid, lab in runs]})
-    if not out:
-        raise ConfigError(f"figures.{name}.{items_key}: at least one is required")
-    return out
-
-
 def _figure_inputs(study, name, spec, items_key, files):
-    groups = _figure_runs(study, name, spec, items_key)
+    groups = figure_runs(study, name, spec, items_key)
     dirs = dict.fromkeys(e["dir"] for g in groups for e in g["entries"])
     return [f"{d}/{f}" for d in dirs for f in files]
-
-
-def _caption(spec: dict) -> str:
-    info = spec.get("scale_info") or {}
-    ref = spec.get("ref", "")
-    paper = info.get("paper", "")
-    s = f"{paper} {ref}".strip()
-    return f"{s} — scale: {info.get('name', 'paper')}" if s else ""
 
 
 @FIGURE_KINDS.register("paper_curves")
@@ -300,7 +199,7 @@ class PaperCurves:
     def check(study, name, spec):
         if spec.get("x", "round") not in ("round", "up_mb", "wall_time"):
             raise choice_error(f"figures.{name}.x", spec.get("x"), ("round", "up_mb", "wall_time"))
-        _figure_runs(study, name, spec, "panels")
+        figure_runs(study, name, spec, "panels")
 
     @staticmethod
     def inputs(study, name, spec):
@@ -308,8 +207,8 @@ class PaperCurves:
 
     @staticmethod
     def manifest(study, name, spec):
-        return {"title": spec.get("title", ""), "caption": _caption(spec), "y": spec.get("y", "test_acc"),
-                "x": spec.get("x", "round"), "panels": _figure_runs(study, name, spec, "panels"),
+        return {"title": spec.get("title", ""), "caption": target_caption(spec), "y": spec.get("y", "test_acc"),
+                "x": spec.get("x", "round"), "panels": figure_runs(study, name, spec, "panels"),
                 "line_by": spec.get("line_by", "algorithm")}
 
     @staticmethod
@@ -330,7 +229,7 @@ class PaperSweep:
         for i, s in enumerate(series):
             if not isinstance(s, dict) or "label" not in s:
                 raise ConfigError(f"figures.{name}.series[{i}]: needs 'label' and 'points'")
-            _figure_runs(study, name, {**spec, "points": s.get("points")}, "points")
+            figure_runs(study, name, {**spec, "points": s.get("points")}, "points")
 
     @staticmethod
     def inputs(study, name, spec):
@@ -341,9 +240,9 @@ class PaperSweep:
 
     @staticmethod
     def manifest(study, name, spec):
-        series = [{"label": s["label"], "points": _figure_runs(study, name, {**spec, "points": s["points"]}, "points")}
+        series = [{"label": s["label"], "points": figure_runs(study, name, {**spec, "points": s["points"]}, "points")}
                   for s in spec["series"]]
-        return {"title": spec.get("title", ""), "caption": _caption(spec), "metric": spec.get("metric", "acc"),
+        return {"title": spec.get("title", ""), "caption": target_caption(spec), "metric": spec.get("metric", "acc"),
                 "xlabel": spec.get("xlabel", ""), "xscale": spec.get("xscale", "linear"), "series": series}
 
     @staticmethod

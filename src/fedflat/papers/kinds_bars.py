@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from ..report.kinds import FIGURE_KINDS
+from ..kinds import FIGURE_KINDS
 
 
 def layer_values(run_dirs: list[str], prefix: str) -> dict[str, list[float]]:
@@ -37,11 +37,11 @@ def layer_values(run_dirs: list[str], prefix: str) -> dict[str, list[float]]:
 class LayerBars:
     @staticmethod
     def check(study, name, spec):
-        from .kinds import _figure_runs
+        from ..report.select import figure_runs
 
         if not isinstance(spec.get("prefix", ""), str) or not spec.get("prefix"):
             raise ConfigError(f"figures.{name}.prefix: the metrics.csv column prefix, e.g. 'lambda:'")
-        _figure_runs(study, name, spec, "series")
+        figure_runs(study, name, spec, "series")
 
     @staticmethod
     def inputs(study, name, spec):
@@ -51,16 +51,16 @@ class LayerBars:
 
     @staticmethod
     def manifest(study, name, spec):
-        from .kinds import _caption, _figure_runs
+        from ..report.select import figure_runs, target_caption
 
-        return {"title": spec.get("title", ""), "caption": _caption(spec), "prefix": spec["prefix"],
+        return {"title": spec.get("title", ""), "caption": target_caption(spec), "prefix": spec["prefix"],
                 "ylabel": spec.get("ylabel", spec["prefix"].rstrip(":")),
-                "series": _figure_runs(study, name, spec, "series")}
+                "series": figure_runs(study, name, spec, "series")}
 
     @staticmethod
     def render(m, outs):
         from ..report.style import apply_style, color_for, plt, save_all
-        from .render import _suptitle
+        from ..report.panels import suptitle
 
         apply_style()
         series = [(s.get("label", f"series {i + 1}"), layer_values([e["dir"] for e in s["entries"]], m["prefix"]))
@@ -80,5 +80,5 @@ class LayerBars:
         ax.set_ylabel(m["ylabel"])
         if len(series) > 1:
             ax.legend(frameon=False)
-        fig.suptitle(_suptitle(m, "bar: mean over seeds; error bar: min–max"), fontsize=8)
+        fig.suptitle(suptitle(m, "bar: mean over seeds; error bar: min–max"), fontsize=8)
         save_all(fig, outs)

@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 
 from ..errors import ConfigError, choice_error
-from ..report.kinds import TABLE_KINDS
+from ..kinds import TABLE_KINDS
 from ..util.io import write_text
 
 METRICS = ("final_acc", "last10_acc")

@@ -1,15 +1,16 @@
 """Render paper tables (Markdown, CSV, LaTeX) and paper figures from a manifest."""
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ..report.panels import panel_grid, shared_legend, suptitle
 from ..util.io import write_text
 from .published import fmt, parse_published
-from .stats import CellValue, column_metric, file_metric, per_round_metric, rounds_metric, summary_metric, SUMMARY_METRICS
+from .stats import (CellValue, SUMMARY_METRICS, column_metric, file_metric, metric_header, per_round_metric, rounds_metric,
+                    summary_metric)
 
 
 def cell_value(metric: str, cell: list[dict]) -> CellValue:
@@ -70,8 +71,6 @@ def build_frames(m: dict) -> tuple[pd.DataFrame, pd.DataFrame, list[int]]:
 
 
 def _hdr(metric: str) -> str:
-    from .kinds import metric_header
-
     return metric_header(metric)
 
 
@@ -114,36 +113,6 @@ def render_paper_table(m: dict, out_base) -> pd.DataFrame:
 # figures
 
 
-def _suptitle(m: dict, extra: str = "") -> str:
-    parts = [p for p in (m.get("caption", ""), m.get("title", ""), extra) if p]
-    return "\n".join(parts)
-
-
-def panel_grid(n: int):
-    """Up to three panels per row, the unused cells of the last row hidden."""
-    from ..report.style import plt
-
-    cols = min(n, 3)
-    rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.3 * cols, 2.7 * rows), squeeze=False)
-    for ax in axes.flat[n:]:
-        ax.set_visible(False)
-    return fig, axes
-
-
-def shared_legend(fig, axes, per_row: int) -> None:
-    """One legend under the panels, each label once (in order of first appearance)."""
-    handles, labels = {}, []
-    for ax in axes:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            if lab not in handles:
-                handles[lab] = h
-                labels.append(lab)
-    if labels:  # every panel may be empty (nothing logged yet): then there is no legend to draw
-        fig.legend([handles[lab] for lab in labels], labels, loc="lower center", ncol=min(len(labels), per_row),
-                   frameon=False, bbox_to_anchor=(0.5, -0.03 - 0.045 * math.ceil(len(labels) / per_row)))
-
-
 def render_curves(m: dict, outs) -> None:
     from ..report.collect import load_curves
     from ..report.style import apply_style, color_for, marker_for, save_all
@@ -178,7 +147,7 @@ def render_curves(m: dict, outs) -> None:
                        "wall_time": "wall-clock (s)"}[x])
         ax.set_ylabel("test accuracy (%)" if y == "test_acc" else y.replace("_", " "))
     shared_legend(fig, axes.flat[:n], 5)
-    fig.suptitle(_suptitle(m, f"mean over seeds {sorted(seeds)}; band: min–max"), fontsize=8)
+    fig.suptitle(suptitle(m, f"mean over seeds {sorted(seeds)}; band: min–max"), fontsize=8)
     save_all(fig, outs)
 
 
@@ -202,9 +171,7 @@ def render_sweep(m: dict, outs) -> None:
                     label=s["label"])
     ax.set_xscale(m.get("xscale", "linear"))
     ax.set_xlabel(m.get("xlabel", ""))
-    from .kinds import metric_header
-
     ax.set_ylabel(metric_header(metric) + (" (%)" if metric.endswith("acc") else ""))
     ax.legend(frameon=False)
-    fig.suptitle(_suptitle(m, "mean ± std over seeds"), fontsize=8)
+    fig.suptitle(suptitle(m, "mean ± std over seeds"), fontsize=8)
     save_all(fig, outs)

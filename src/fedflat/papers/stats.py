@@ -16,6 +16,8 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from ..errors import ConfigError, choice_error
+
 
 @dataclass
 class CellValue:
@@ -138,3 +140,37 @@ def file_metric(run_dirs: list[str], fname: str, key: str) -> CellValue:
         vals.append(None if v is None else float(v))
     m, sd, n = mean_std(vals)
     return CellValue(m, sd, n, len(run_dirs), per_seed=vals)
+
+
+# --------------------------------------------------------------------------------------------
+# the metric names a catalog entry may use
+NAMED_METRICS = {"acc": "Acc", "last10_acc": "Acc (last 10%)", "best_acc": "Top acc", "final_loss": "Loss",
+                 "wall_per_round": "s/round", "up_mb_per_round": "MB/round"}
+
+
+def metric_header(metric: str) -> str:
+    if metric in NAMED_METRICS:
+        return NAMED_METRICS[metric]
+    if metric.startswith("rounds@"):
+        return f"R({metric[7:]}%)"
+    return metric.split(":")[-1]
+
+
+def check_metric(metric, key: str) -> str:
+    if not isinstance(metric, str):
+        raise ConfigError(f"{key}: metric must be a string, got {metric!r}")
+    if metric in NAMED_METRICS:
+        return metric
+    if metric.startswith("rounds@"):
+        try:
+            t = float(metric[7:])
+        except ValueError:
+            t = -1
+        if not 0 < t <= 100:
+            raise ConfigError(f"{key}: {metric!r} needs a target accuracy in percent, e.g. rounds@78")
+        return metric
+    if metric.startswith("column:") and len(metric) > 7:
+        return metric
+    if metric.startswith("file:") and metric.count(":") == 2:  # file:hessian.json:lambda_max (analysis output)
+        return metric
+    raise choice_error(key, metric, sorted(NAMED_METRICS) + ["rounds@<target %>", "column:<name>"])

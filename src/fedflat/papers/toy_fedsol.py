@@ -2,7 +2,7 @@
 
 Local loss L(u, v) = ½(u−u_l)² + (δ/2)(v−v_l)², proximal loss L_p = (μ/2)(u²+v²) (server at the
 origin). FedProx descends ∇L + ∇L_p; FedSOL descends ∇L at w + ρ·∇L_p/‖∇L_p‖ (no perturbation
-where ∇L_p = 0, as in the engine). Closed forms (notes 002 §2.5): FedSOL stops on the segment
+where ∇L_p = 0, as in the engine). Closed forms (App. H): FedSOL stops on the segment
 from the origin to (u_l, v_l) at radius r_l − ρ; FedProx at (u_l/(1+μ), δv_l/(δ+μ)), skewed toward
 the high-curvature axis. Config entry (no runs needed):
     kind: fedsol_toy
@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from ..errors import ConfigError
-from ..report.kinds import FIGURE_KINDS
+from ..kinds import FIGURE_KINDS
 
 DEFAULTS = {"delta": 0.1, "rho": 0.5, "mu": 1.0, "lr": 0.01, "epochs": 4000, "local_opt": [1.0, 1.0]}
 
@@ -84,14 +84,14 @@ class FedSOLToy:
 
     @staticmethod
     def manifest(study, name, spec):
-        from .kinds import _caption
+        from ..report.select import target_caption
 
-        return {"title": spec.get("title", ""), "caption": _caption(spec), "params": _params(name, spec)}
+        return {"title": spec.get("title", ""), "caption": target_caption(spec), "params": _params(name, spec)}
 
     @staticmethod
     def render(m, outs):
         from ..report.style import apply_style, color_for, plt, save_all
-        from .render import _suptitle
+        from ..report.panels import suptitle
 
         apply_style()
         p = m["params"]
@@ -113,6 +113,6 @@ class FedSOLToy:
         ax.set_ylabel(f"v (curvature δ = {p['delta']:g})")
         ax.set_aspect("equal")
         ax.legend(frameon=False, fontsize=7, loc="upper left")
-        fig.suptitle(_suptitle(m, f"ρ = {p['rho']:g}, μ = {p['mu']:g}, lr = {p['lr']:g}, {p['epochs']} steps; "
+        fig.suptitle(suptitle(m, f"ρ = {p['rho']:g}, μ = {p['mu']:g}, lr = {p['lr']:g}, {p['epochs']} steps; "
                                   "★ closed-form equilibrium"), fontsize=8)
         save_all(fig, outs)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..util.io import write_text
+from ..util.io import read_manifest, write_text
 
 BENCHMARK_FILE = "benchmark.tsv"
 COLUMNS = ("s", "h:m:s", "max_rss", "max_vms", "max_uss", "max_pss", "io_in", "io_out", "mean_load", "cpu_time")
@@ -155,8 +155,6 @@ def main(argv=None) -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--title", default="")
     a = ap.parse_args(argv)
-    from ..cli import read_manifest
-
     render_benchmarks(read_manifest(a.manifest), a.out, a.title)
 
 

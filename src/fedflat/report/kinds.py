@@ -1,27 +1,10 @@
-"""Registries of table and figure kinds, so new kinds plug in without editing the study code.
+"""The report package's own table and figure kinds: accuracy tables, convergence curves, partition heatmaps.
 
-A kind declares
-  inputs(study, name, spec) -> list of files the output depends on (Snakemake inputs)
-  manifest(study, name, spec) -> JSON-able dict handed to render
-  render(manifest, outs) -> writes every path in outs (tables: base path without suffix)
-and optionally check(study, name, spec) to validate its config entry (raise ConfigError).
-Register with @FIGURE_KINDS.register("name") on a class with these as staticmethods.
-"""
+The registries and the kind protocol are in fedflat.kinds; the composition root (fedflat.plugins) imports this
+module with every other plugin."""
 from __future__ import annotations
 
-from ..registry import Registry
-
-FIGURE_KINDS: Registry[type] = Registry("figure kind")
-TABLE_KINDS: Registry[type] = Registry("table kind")
-
-
-def run_entries(study, ename: str) -> list[dict]:
-    """One dict per run of an experiment: its labels and output directory."""
-    return [{**labels, "dir": study.run_dir(rid)} for rid, labels in study.experiments[ename]]
-
-
-def run_files(study, ename: str, files=("summary.json", "metrics.csv")) -> list[str]:
-    return [f"{study.run_dir(rid)}/{f}" for rid, _ in study.experiments[ename] for f in files]
+from ..kinds import FIGURE_KINDS, TABLE_KINDS, run_entries, run_files
 
 
 @TABLE_KINDS.register("accuracy")
@@ -79,13 +62,3 @@ class PartitionHeatmap:
 
         partition_heatmap(m["partitions"], outs, m.get("title", ""))
 
-
-from ..papers import kinds as _paper_kinds  # noqa: E402,F401  (paper_table, paper_curves, paper_sweep)
-
-from ..analysis import figures as _analysis_figures  # noqa: E402,F401  (landscape, hessian kinds)
-from ..analysis import overlay as _overlay  # noqa: E402,F401  (landscape_overlay: FedSynSAM Fig. 1)
-from ..analysis import stability_figures as _stability_figures  # noqa: E402,F401  (stability_curve, local_discrepancy_curve)
-from ..papers import kinds_bars as _kinds_bars  # noqa: E402,F401  (layer_bars: FedSOL Fig. 5b)
-from ..papers import toy_fedsol as _toy_fedsol  # noqa: E402,F401  (fedsol_toy: FedSOL Fig. 12)
-from ..papers import kinds_tuning as _kinds_tuning  # noqa: E402,F401  (grid_search: validation-split tuning)
-from ..leaderboard import kinds as _leaderboard_kinds  # noqa: E402,F401  (leaderboard table, Pareto, flatness, rank figures)

@@ -1,10 +1,10 @@
-"""DynaFed as FedSynSAM's baseline (notes §2.6; DynaFed, Pi et al. CVPR 2023).
+"""DynaFed as FedSynSAM's baseline (Sec. VI-A, Table II; DynaFed, Pi et al. CVPR 2023).
 
 Clients run FedAvg. The server records the global trajectory and distills D_syn exactly as FedSynSAM
 does (same R, IPC, M, s, η_x, η_α), keeps it, and after every later aggregation fine-tunes the
 averaged model on D_syn: `dyna_iters` epochs of Adam(`dyna_lr`) over mini-batches of `dyna_batch`
 (DynaFed's scripts: 20 epochs, lr 2.5e-4, batch 256, a fresh Adam each round). The paper gives no
-values for these (notes §9.16): they are recorded guesses. DynaFed's BatchNorm re-synchronisation
+values for these: they are recorded guesses. DynaFed's BatchNorm re-synchronisation
 on D_syn and soft labels are not reproduced (hard labels, as FedSynSAM's D_syn).
 """
 from __future__ import annotations

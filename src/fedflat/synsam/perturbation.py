@@ -5,7 +5,7 @@
     w̃ = w + ρ g/‖g‖,   step direction ∇F(w̃; ξ)     (descent on the local batch ξ only)
 
 ξ: the local mini-batch (same for ascent and descent); ζ: the synthetic set D_syn, whole by default
-(notes §9.6; `syn_batch` draws a random subset per step instead). The perturbation is recomputed at
+(Eq. 11 uses the whole set; `syn_batch` draws a random subset per step instead). The perturbation is recomputed at
 every local step. Three forward/backward passes per step once D_syn is in use, two before.
 """
 from __future__ import annotations

@@ -9,5 +9,5 @@ preset("fedsynsam", "FedSynSAM", "synsam", "mean",
        "FedSynSAM Alg. 1 (lines 7-13, 18-27), Sec. IV-B/C, Eq. 14", defaults={"rho": 0.05, "beta": 0.9},
        notes="FedSAM for t <= R; after the server distills D_syn at round R the ascent mixes local and synthetic gradients")
 preset("dynafed", "DynaFed", "none", "dynafed",
-       "DynaFed (Pi et al. 2023) as FedSynSAM's baseline, notes §2.6",
+       "DynaFed (Pi et al. 2023) as FedSynSAM's baseline, Sec. VI-A",
        notes="FedAvg clients; server distills D_syn at round R and fine-tunes the global model on it every later round")

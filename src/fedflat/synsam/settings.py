@@ -1,4 +1,4 @@
-"""Distillation settings of FedSynSAM (Sec. VI-A; notes §2.5) as per-dataset profiles, and the
+"""Distillation settings of FedSynSAM (Sec. IV-B, VI-A) as per-dataset profiles, and the
 hyperparameters shared by every part that builds a synthetic set (FedSynSAM, DynaFed).
 
 A numeric setting left at 0 takes its profile's value; `syn_profile: auto` picks the profile from the

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
@@ -33,3 +34,11 @@ def torch_save(path: Path, obj: Any) -> None:
     import torch
 
     atomic_write(path, lambda t: torch.save(obj, t))
+
+
+def read_manifest(arg: str):
+    """--manifest: JSON text, @FILE, or @- (standard input). A large study's manifest (the leaderboard's tuning
+    table lists 744 runs) exceeds the kernel's 128 KiB limit on one argument, so the rules pipe it in."""
+    if arg == "@-":
+        return json.loads(sys.stdin.read())
+    return json.loads(Path(arg[1:]).read_text() if arg.startswith("@") else arg)

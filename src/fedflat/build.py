@@ -1,13 +1,20 @@
-"""Build one table or figure of a catalog in-process (no Snakemake): partitions, runs, render.
+"""Build one table or figure of a study in-process (no Snakemake): partitions, runs, analysis files, render.
 
 For tests and quick looks; the DAG (`snakemake <target>`) does the same through the rules, in
 parallel. Paths are relative to `workdir`, exactly as the rules would write them.
+
+Public API: build(study, name, workdir) for a whole target; ensure_partition, ensure_run and ensure_analysis
+for one rule's output each (the leaderboard's in-process checkpoints train their inputs with ensure_run).
+What a package adds to a study sets the study up for an in-process build through its
+StudyPreparer.in_process (the leaderboard: its checkpoints train what they rest on).
 """
 from __future__ import annotations
 
 import os
 from contextlib import contextmanager
 from pathlib import Path
+
+from .run_paths import run_of_file
 
 
 @contextmanager
@@ -20,26 +27,27 @@ def _chdir(path):
         os.chdir(old)
 
 
-def _ensure_run(study, rid: str, data_root: str) -> None:
-    from ..fl.engine import train
+def ensure_run(study, rid: str, data_root: str) -> None:
+    """The `train` rule's outputs for run `rid`, in-process (nothing to do once its summary exists)."""
+    from .fl.engine import train
 
     spec = study.runs[rid]
     if Path(study.run_dir(rid), "summary.json").exists():
         return
-    ppath = _ensure_partition(study, spec.partition_id(), data_root)
+    ppath = ensure_partition(study, spec.partition_id(), data_root)
     train(spec, study.run_dir(rid), str(ppath), data_root, "cpu", False, progress=False)
 
 
-def _ensure_partition(study, pid: str, data_root: str) -> Path:
+def ensure_partition(study, pid: str, data_root: str) -> Path:
     """The `partition` rule's output, in-process."""
-    from ..data import load_dataset, make_partition
+    from .data import load_dataset, make_partition
 
     ppath = Path(study.partition_path(pid))
     if not ppath.exists():
         p = study.partitions[pid]
         data = load_dataset(p["dataset"], data_root, False)
         if p["partition"] == "natural":  # clients given by the data (Shakespeare roles), as the partition rule
-            from ..data.natural import natural_partition
+            from .data.natural import natural_partition
 
             part = natural_partition(data, p["num_clients"], p["seed"])
         else:
@@ -51,13 +59,13 @@ def _ensure_partition(study, pid: str, data_root: str) -> Path:
     return ppath
 
 
-def _ensure_analysis(study, path: str, data_root: str) -> None:
+def ensure_analysis(study, path: str, data_root: str) -> None:
     """The per-run analysis rules' outputs (hessian, landscape, stability; analysis/cli.py), in-process."""
     import json
 
-    from ..analysis import paths
-    from ..analysis.cli import main as analysis_main
-    from ..analysis.params import from_config
+    from .analysis import paths
+    from .analysis.cli import main as analysis_main
+    from .analysis.params import from_config
 
     out = Path(path)
     cmds = {paths.HESSIAN: ("hessian", []), paths.STABILITY: ("stability", []),
@@ -66,7 +74,7 @@ def _ensure_analysis(study, path: str, data_root: str) -> None:
         return
     cmd, extra = cmds[out.name]
     if cmd == "stability":  # the rule's second input: the run's partition
-        spec = study.runs[str(out.parent)[len("results/runs/"):]]
+        spec = study.runs[run_of_file(out)]
         extra = ["--partition", str(study.partition_path(spec.partition_id()))]
     params = json.dumps(from_config(study.config, cmd))
     if analysis_main([cmd, "--run-dir", str(out.parent), "--out", str(out), "--params", params,
@@ -76,30 +84,26 @@ def _ensure_analysis(study, path: str, data_root: str) -> None:
 
 def build(study, name: str, workdir, data_root: str = "data", section: str = "tables") -> list[Path]:
     """Train what `name` needs and render it; returns the written files."""
-    from ..study import figure_inputs, figure_manifest, table_inputs, table_manifest
-    from ..report.kinds import FIGURE_KINDS, TABLE_KINDS
+    from .kinds import FIGURE_KINDS, TABLE_KINDS
+    from .study import STUDY_PREPARERS, figure_inputs, figure_manifest, table_inputs, table_manifest
 
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     with _chdir(workdir):
-        if study.leaderboard is not None and study.choice is None:  # the leaderboard's checkpoints, in-process
-            from ..leaderboard.flow import ensure_choice, ensure_fallback, ensure_screen
-
-            study.screen = lambda: ensure_screen(study, data_root)
-            study.choice = lambda: ensure_choice(study, data_root)
-            study.fallback = lambda: ensure_fallback(study, data_root)
+        for prep in STUDY_PREPARERS.values():
+            if prep.in_process is not None:
+                prep.in_process(study, data_root)
         inputs = table_inputs(study, name) if section == "tables" else figure_inputs(study, name)
-        run_ids = dict.fromkeys(str(Path(f).parent)[len("results/runs/"):] for f in inputs
-                                if f.startswith("results/runs/"))
+        run_ids = dict.fromkeys(r for r in map(run_of_file, inputs) if r is not None)
         for rid in run_ids:
-            _ensure_run(study, rid, data_root)
+            ensure_run(study, rid, data_root)
         by_path = {str(study.partition_path(pid)): pid for pid in study.partitions}
         for f in inputs:
             if str(f) in by_path:  # figures of partitions themselves (partition_heatmap)
-                _ensure_partition(study, by_path[str(f)], data_root)
+                ensure_partition(study, by_path[str(f)], data_root)
         for f in inputs:
-            if f.startswith("results/runs/"):
-                _ensure_analysis(study, f, data_root)
+            if run_of_file(f) is not None:
+                ensure_analysis(study, f, data_root)
         if section == "tables":
             base = Path(study.tables_dir) / name
             TABLE_KINDS.get(study.tables[name]["kind"]).render(table_manifest(study, name), base)
