@@ -113,8 +113,8 @@ CHECKED = {"docs/leaderboard.md": None, "docs/reproduction.md": None,
 
 _MEASURED = re.compile(r"\d\s*±\s*\d|\b\d+\.\d+\b")
 # Protocol settings may stay in prose: a number right after a hyperparameter symbol or name, inside a
-# Dirichlet spec or a set/list of grid values, a version, or in `code`.
-_SETTING = re.compile(r"(?:\blr|\bρ|\bα|\bβ|\bμ|\bλ|\bκ|\bη\w*|Dir\(|dir|torch|=|≈ ?|[{\[,(]) ?$")
+# Dirichlet spec, a Top-k fraction or a set/list of grid values, a version, or in `code`.
+_SETTING = re.compile(r"(?:\blr|\bρ|\bα|\bβ|\bμ|\bλ|\bκ|\bη\w*|Dir\(|dir|Top-k|torch|=|≈ ?|[{\[,(]) ?$")
 
 
 def _sections(text: str, heads: tuple[str, ...] | None) -> set[int]:
