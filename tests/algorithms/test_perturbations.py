@@ -6,11 +6,11 @@ import pytest
 import torch
 import torch.nn as nn
 
-from fedflat.algorithms import CORRECTIONS, PERTURBATIONS, ClientContext, ClientResult, RoundResult, ServerState
+from fedflat.algorithms import CORRECTIONS, PERTURBATIONS, ClientResult, RoundResult, ServerState
 from fedflat.algorithms.losses import NTDLoss
 from fedflat.errors import ConfigError
 
-from .helpers_quadratic import TOL, N, _rng, ctx_for, g_np, quad, step, w_np  # noqa: F401
+from .helpers_quadratic import TOL, N, _rng, ctx_for, g_np, step, w_np
 from .helpers_sam import C, D, H, ce, forward, grad, tensor_slices
 
 
