@@ -71,11 +71,11 @@ def stack_clients(items: Sequence[tuple]) -> tuple[tuple, tuple]:
     for name in first._fields:
         col = [getattr(it, name) for it in items]
         v0 = col[0]
+        if len({c is None for c in col}) > 1:
+            raise ValueError(f"{type(first).__name__}.{name}: None for some clients only")
         if isinstance(v0, tuple):  # a nested NamedTuple
             v, d = stack_clients(col)
         elif v0 is None:
-            if any(c is not None for c in col):
-                raise ValueError(f"{type(first).__name__}.{name}: None for some clients only")
             v, d = None, None
         elif isinstance(v0, Tensor):
             shared = not isinstance(first, StepState) and all(c is v0 for c in col)
