@@ -97,7 +97,7 @@ def test_loss_term_uses_local_penultimate_features():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Flatten(), nn.Linear(4, 5), nn.ReLU(), nn.Linear(5, 3))
     part = CORRECTIONS.get("rcl")(rcl_weight=0.5, rcl_beta=BETA, rcl_tau=TAU, rcl_lambda=LAM)
-    from .test_perturbations import ctx_for
+    from .helpers_quadratic import ctx_for
     ctx = ctx_for()
     ctx.scratch["model"] = model
     part.client_begin(ctx)

@@ -13,7 +13,7 @@ import torch
 
 from fedflat.algorithms import PERTURBATIONS, build_algorithm
 
-from .test_perturbations import TOL, N, ctx_for, g_np, step, w_np
+from .helpers_quadratic import TOL, N, ctx_for, g_np, step, w_np
 
 pytestmark = pytest.mark.usefixtures("float64")
 

@@ -6,52 +6,15 @@ import pytest
 import torch
 import torch.nn as nn
 
-from fedflat.algorithms import CORRECTIONS, PERTURBATIONS, ClientContext, ClientResult, RoundResult, ServerState
+from fedflat.algorithms import CORRECTIONS, PERTURBATIONS, ClientResult, RoundResult, ServerState
 from fedflat.algorithms.losses import NTDLoss
 from fedflat.errors import ConfigError
 
+from .helpers_quadratic import TOL, N, _rng, ctx_for, g_np, step, w_np
 from .helpers_sam import C, D, H, ce, forward, grad, tensor_slices
-
-TOL = 1e-12
 
 
 pytestmark = pytest.mark.usefixtures("float64")  # exact hand-derived comparisons
-
-
-N = 6
-_rng = np.random.default_rng(3)
-_M = _rng.normal(size=(N, N))
-A_np = _M @ _M.T + np.eye(N)
-b_np = _rng.normal(size=N)
-w_np = _rng.normal(size=N)
-
-
-def quad():
-    """grad_at for the quadratic; records every point it is asked about."""
-    A, b = torch.tensor(A_np), torch.tensor(b_np)
-    calls = []
-
-    def grad_at(p, batch):
-        calls.append(p.clone())
-        return 0.5 * p @ A @ p - b @ p, A @ p - b
-
-    return grad_at, calls
-
-
-def g_np(p):
-    return A_np @ p - b_np
-
-
-def ctx_for(theta=None, down=None, state=None, lr=0.1, K=3, start=None, cid=0):
-    theta = torch.tensor(w_np) if theta is None else theta
-    return ClientContext(cid=cid, round=1, lr=lr, local_steps=K, theta=theta, start=theta if start is None else start,
-                         down=down or {}, state=state or {}, num_samples=6)
-
-
-def step(part, ctx, w):
-    grad_at, calls = quad()
-    loss, g = part.gradient(ctx, torch.tensor(w), None, grad_at)
-    return g.numpy().copy(), calls
 
 
 # ----------------------------------------------------------------------------------- SAM family

@@ -97,7 +97,9 @@ def test_sol_cosine_matches_a_direct_autograd_computation(target, tmp_path, floa
     g = torch.Generator().manual_seed(3)
     w = theta + 0.3 * torch.randn(theta.shape, generator=g, dtype=theta.dtype)
     x, y = sim.data.train_x[:8], sim.data.train_y[:8]
-    part.gradient(_ctx(sim, theta), w, (x, y), make_grad_at(sim.backend, sim.fm, None))
+    ctx = _ctx(sim, theta)
+    loss, g_u = part.gradient(ctx, w, (x, y), make_grad_at(sim.backend, sim.fm, None))
+    assert hook.local_gradient(sim, ctx, w, (x, y), loss, g_u) is g_u  # the engine's call after the part's
     cos_sub, cos_full = hook._rec[-1]
     # direct: g_p = ∇_w KL(softmax(f_θ/3) ‖ softmax(f_w/3)) on the perturbed tensors; g_u = ∇ CE(w + ε)
     model = sim.fm.module

@@ -20,6 +20,7 @@ from fedflat.fl.evaluate import evaluate
 from fedflat.fl.fast import _COMPILED_FORWARD, AUTO_MIN_STEPS, compile_blocker, resolve_backend
 from fedflat.fl.fused import fused_blocker
 from fedflat.fl.flat import FlatModel
+from fedflat.fl.hooks import RoundHook
 from fedflat.spec import RunSpec, check_training
 from fl.fast_helpers import CLIENTS, Q4, SYN_HP, _problem, _sim, _with_synthetic_set
 
@@ -190,9 +191,15 @@ def test_eval_subset_limits_the_evaluated_samples(tmp_path, monkeypatch):
 def test_fused_step_only_for_plain_parts(tmp_path):
     sim = _sim(tmp_path, "mlp", "fedavg", "compile")
     assert fused_blocker(sim) is None
-    orig = sim.algo.perturbation.gradient
-    sim.algo.perturbation.gradient = lambda *a: orig(*a)  # an analysis hook wrapping the part
-    assert "hook" in fused_blocker(sim)
+    assert sim.path == "fused"
+
+    class Reader(RoundHook):  # an analysis hook that sees every local gradient
+        def local_gradient(self, sim, ctx, w, batch, loss, g):
+            return g
+
+    with sim.evaluating_under(sim.algo, hooks=(Reader(),)):
+        assert "hook" in fused_blocker(sim) and sim.path == "eager"
+    assert fused_blocker(sim) is None and sim.path == "fused"
     assert "not fused" in fused_blocker(_sim(tmp_path / "proj", "mlp", "proj_l2", "compile"))
     assert "TOGA" in fused_blocker(_sim(tmp_path / "toga", "mlp", "fedtoga", "compile", {"toga_mode": "N"}))
     assert "np_mode" in fused_blocker(_sim(tmp_path / "smoo", "mlp", "fedsmoo_np", "compile"))

@@ -173,6 +173,9 @@ class Part:
     # the hyperparameter that IS the run's weight decay (FedSAGD's μ): the engine's
     # training.weight_decay then resolves to 0 for the run (Preset.training_for), never stacks
     decay_param: ClassVar[Optional[str]] = None
+    # parameters this part deliberately shares with another part of the same preset (both declare the
+    # same Param object; Preset.param_specs refuses any other repeated name)
+    shares: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, **hp):
         for k, spec in self.params.items():
@@ -208,32 +211,58 @@ class Perturbation(Part):
     def gradient(self, ctx: ClientContext, w: Tensor, batch, grad_at: GradFn) -> tuple[Tensor, Tensor]:
         raise NotImplementedError
 
-    def fused_form(self) -> Optional[str]:
-        """Which tensor function the whole-step compiled graph (fl/fast.py FusedStep) may use for this
-        part's `gradient`: "plain" ∇F(w; ξ); "shifted" ∇F(w + δ; ξ) with δ = `fused_shift(ctx)` fixed
-        for the round; "ascent" the SAM step δ = ρ d/(‖d‖+ε) (0 when d = 0), ∇F(w + δ; ξ), with
-        d = ∇F(w; ξ) or, where `fused_mix(ctx)` gives (β, ζ), β∇F(w; ξ) + (1−β)∇F(w; ζ); None: not
-        fused. A subclass that overrides what `gradient` calls is not fused unless it declares this again."""
+    def fused_form(self) -> Optional["FusedForm"]:
+        """This part's `gradient` as a tensor function the whole-step graph (fl/fused.py) may run, or
+        None: not fused. A subclass that overrides what `gradient` calls is not fused unless it
+        declares this again (fl/fused.py step_blocker)."""
         return None
 
-    def fused_mix(self, ctx: ClientContext):
-        """(β, (x, y)) of a second batch whose gradient is mixed into the ascent direction this step, or None."""
-        return None
 
-    def fused_shift(self, ctx: ClientContext) -> Tensor:
-        """δ of the "shifted" form (read once per client, after client_begin)."""
-        raise NotImplementedError
+@dataclass(frozen=True)
+class AscentTerms:
+    """Per-client terms of the "ascent" form, read once after client_begin. The direction is
+    d = g + c − m with c fixed for the round (FedTOGA's κΔ, FedSMOO's −s); m, where given, is a
+    per-client dual updated in place after each ascent, m ← m + δ + c (FedSMOO's μ_i ← μ_i + ŝ − s);
+    `last`, where given, receives each step's δ. None: no such term."""
 
-    def fused_adaptive(self) -> Optional[float]:
-        """η of ASAM's scaling T_w = |w| + η in the "ascent" form (δ = ρ T_w² d/‖T_w d‖), or None."""
-        return None
+    c: Optional[Tensor] = None
+    dual: Optional[Tensor] = None
+    last: Optional[Tensor] = None
 
-    def fused_ascent_terms(self, ctx: ClientContext) -> tuple[Optional[Tensor], Optional[Tensor], Optional[Tensor]]:
-        """(c, m, last) of the "ascent" form, read once per client after client_begin: the direction is
-        d = g + c − m (c fixed for the round: FedTOGA's κΔ, FedSMOO's −s); m, where given, is a per-client
-        dual updated in place after each ascent, m ← m + δ + c (FedSMOO's μ_i ← μ_i + ŝ − s); `last`, where
-        given, receives each step's δ. None: no such term."""
-        return None, None, None
+
+@dataclass(frozen=True)
+class FusedForm:
+    """A perturbation's gradient as one of three tensor functions (Perturbation.fused_form):
+
+    plain    ∇F(w; ξ);
+    shifted  ∇F(w + δ; ξ) with δ = shift(ctx) fixed for the round (read once per client, after
+             client_begin): FedLESAM, FedNSAM;
+    ascent   the SAM step δ = ρ d/(‖d‖+ε) (0 when d = 0), or ASAM's δ = ρ T² d/‖T d‖ with
+             T = |w| + asam_eta, then ∇F(w + δ; ξ); d = ∇F(w; ξ), or, where mix(ctx) gives (β, ζ)
+             for this step, β∇F(w; ξ) + (1−β)∇F(w; ζ) (FedSynSAM), plus the `terms(ctx)` of the round.
+    """
+
+    kind: str
+    rho: float = 0.0
+    asam_eta: Optional[float] = None
+    shift: Optional[Callable[[ClientContext], Tensor]] = None
+    terms: Optional[Callable[[ClientContext], AscentTerms]] = None
+    mix: Optional[Callable[[ClientContext], Optional[tuple[float, tuple[Tensor, Tensor]]]]] = None
+
+    KINDS: ClassVar[tuple[str, ...]] = ("plain", "shifted", "ascent")
+
+    def __post_init__(self):
+        if self.kind not in self.KINDS:
+            raise ValueError(f"FusedForm.kind: {self.kind!r} not one of {', '.join(self.KINDS)}")
+        if (self.kind == "shifted") != (self.shift is not None):
+            raise ValueError("FusedForm: a shift is given exactly for the 'shifted' kind")
+        if self.kind != "ascent" and (self.terms or self.mix or self.asam_eta is not None):
+            raise ValueError(f"FusedForm: terms, mix and asam_eta belong to the 'ascent' kind, not {self.kind!r}")
+
+
+def sam_form(rho: float, **ascent) -> FusedForm:
+    """The ascent form with radius rho, or the plain gradient at rho = 0 (no ascent is taken)."""
+    return FusedForm("ascent", rho=float(rho), **ascent) if rho != 0.0 else FusedForm("plain")
 
 
 class Correction(Part):
@@ -244,7 +273,7 @@ class Correction(Part):
 
     def fused_linear(self, ctx: ClientContext) -> Optional[tuple[float, float, Optional[Tensor]]]:
         """(a, b, c) when `adjust` is g ↦ a·g + b·w + c with a, b numbers and c a vector (or None) fixed
-        for the client's round, so the whole-step compiled graph (fl/fast.py FusedStep) can apply it;
+        for the client's round, so the whole-step compiled graph (fl/fused.py FusedStep) can apply it;
         None: not fused."""
         return None
 

@@ -45,6 +45,7 @@ class GlobalDeltaCorrection(Correction):
     name = "global_delta"
     params = {"beta": Param(0.8, "dual-correction weight β on the global update Δ", low=0.0, high=1.0),
               "delta_norm": DELTA_NORM}
+    shares = ("delta_norm",)  # FedTOGA's perturbation reads the same Δ (Alg. 1 lines 11-12)
 
     def init_server(self, srv):
         init_delta(srv)

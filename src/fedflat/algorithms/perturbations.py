@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from ..registry import Registry
-from .base import ClientContext, ConfigError, Param, Perturbation, safe_unit
+from .base import AscentTerms, ClientContext, ConfigError, FusedForm, Param, Perturbation, safe_unit, sam_form
 from .global_delta import DELTA_NORM, KEY as DELTA_KEY, init_delta, note_round, update_delta
 
 PERTURBATIONS: Registry[type[Perturbation]] = Registry("perturbation")
@@ -38,7 +38,7 @@ class NoPerturbation(Perturbation):
         return grad_at(w, batch)
 
     def fused_form(self):
-        return "plain"
+        return FusedForm("plain")
 
 
 class AscentPerturbation(Perturbation):
@@ -105,9 +105,7 @@ class SAMPerturbation(AscentPerturbation):
         self.grad_evals = 1 if self.np_mode == "N" else 2
 
     def fused_form(self):
-        if self.np_mode != "off":
-            return None
-        return "ascent" if self.rho != 0.0 else "plain"
+        return None if self.np_mode != "off" else sam_form(self.rho)
 
 
 @PERTURBATIONS.register("asam")
@@ -129,10 +127,7 @@ class ASAMPerturbation(AscentPerturbation):
         return td.mul_(t).mul_(self.rho / (n + SAM_EPS))
 
     def fused_form(self):
-        return "ascent" if self.rho != 0.0 else "plain"
-
-    def fused_adaptive(self):
-        return float(self.asam_eta)
+        return sam_form(self.rho, asam_eta=float(self.asam_eta))
 
 
 class _GlobalDeltaUser:
@@ -183,12 +178,10 @@ class TOGAPerturbation(_GlobalDeltaUser, AscentPerturbation):
         return g.add_(ctx.down[DELTA_KEY], alpha=self.kappa)
 
     def fused_form(self):
-        if self.toga_mode != "G":
-            return None
-        return "ascent" if self.rho != 0.0 else "plain"
+        return None if self.toga_mode != "G" else sam_form(self.rho, terms=self._fused_terms)
 
-    def fused_ascent_terms(self, ctx):
-        return ctx.down[DELTA_KEY] * self.kappa, None, None
+    def _fused_terms(self, ctx):
+        return AscentTerms(c=ctx.down[DELTA_KEY] * self.kappa)
 
 
 @PERTURBATIONS.register("smoo")
@@ -229,14 +222,12 @@ class SMOOPerturbation(AscentPerturbation):
         ctx.scratch["smoo_last"] = delta
 
     def fused_form(self):
-        if self.np_mode != "off":
-            return None
-        return "ascent" if self.rho != 0.0 else "plain"
+        return None if self.np_mode != "off" else sam_form(self.rho, terms=self._fused_terms)
 
-    def fused_ascent_terms(self, ctx):
+    def _fused_terms(self, ctx):
         # the fused step writes each δ here; zeros until then, so a client with no step uploads μ_i as eager does
         ctx.scratch["smoo_last"] = last = torch.zeros_like(ctx.state["smoo_mu"])
-        return -ctx.down["smoo_s"], ctx.state["smoo_mu"], last
+        return AscentTerms(c=-ctx.down["smoo_s"], dual=ctx.state["smoo_mu"], last=last)
 
     def client_end(self, ctx, w):
         mu = ctx.state["smoo_mu"]
@@ -256,9 +247,10 @@ class FixedPerturbation(Perturbation):
         return grad_at(w + ctx.scratch["delta"], batch)
 
     def fused_form(self):
-        return "shifted"
+        return FusedForm("shifted", shift=self._fused_shift)
 
-    def fused_shift(self, ctx):
+    @staticmethod
+    def _fused_shift(ctx):
         return ctx.scratch["delta"]
 
 

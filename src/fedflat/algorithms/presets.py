@@ -30,9 +30,19 @@ class Preset:
                 + [SERVERS.get(self.server)])
 
     def param_specs(self) -> dict[str, Any]:
+        """Every part's parameters by name. Two parts that declare one name would silently share its
+        value (a server's ρ becoming the clients' SAM radius): an error unless one of them lists the
+        name in `shares` and both declare the same Param (FedDyn's α on the clients and the server)."""
         specs: dict[str, Any] = {}
+        owner: dict[str, type[Part]] = {}
         for cls in self.part_classes():
-            specs.update(cls.params)
+            for k, spec in cls.params.items():
+                first = owner.setdefault(k, cls)
+                if first is not cls and not (spec is specs[k] and k in (*first.shares, *cls.shares)):
+                    raise ConfigError(f"algorithm {self.name!r}: parameter {k!r} is declared by both part "
+                                      f"{first.__name__} and part {cls.__name__}; rename one, or share one Param "
+                                      f"and list {k!r} in `shares`")
+                specs[k] = spec
         return specs
 
     def resolve(self, overrides: dict[str, Any] | None = None, key: str = "algorithm") -> dict[str, Any]:
@@ -108,8 +118,10 @@ PRESETS: Registry[Preset] = Registry("algorithm")
 
 
 def preset(name, label, perturbation, server, source, corrections=(), defaults=None, fixed=None, notes=""):
-    PRESETS.add(name, Preset(name, label, perturbation, tuple(corrections), server, source,
-                             dict(defaults or {}), dict(fixed or {}), notes))
+    p = Preset(name, label, perturbation, tuple(corrections), server, source, dict(defaults or {}), dict(fixed or {}),
+               notes)
+    p.param_specs()  # a parameter name declared by two parts is an error here, at registration
+    PRESETS.add(name, p)
 
 
 def build_algorithm(name: str, overrides: dict[str, Any] | None = None) -> Algorithm:

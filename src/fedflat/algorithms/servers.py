@@ -69,6 +69,7 @@ class FedDynServer(ServerOpt):
 
     name = "feddyn"
     params = {"alpha": ALPHA, "dyn_server_dual": Param(True, "subtract h/α from the mean model")}
+    shares = ("alpha",)  # the clients' FedDyn α (Alg. 1 uses one α on both sides)
 
     def init_server(self, srv):
         _require_state(srv, "h", "feddyn", "feddyn")
@@ -162,6 +163,7 @@ class FedDCServer(ServerOpt):
 
     name = "feddc"
     params = {"feddc_agg": FEDDC_AGG}
+    shares = ("feddc_agg",)  # the `feddc` correction sends h_i up exactly when this server averages it
 
     def init_server(self, srv):
         if self.feddc_agg == "all":

@@ -30,8 +30,7 @@ def captured_perturbation(sim, cid: int, t: int, full_batch: bool = False) -> tu
     """(w, δ) for client `cid` at the start of round t, without side effects on `sim`."""
     algo = copy.deepcopy(sim.algo)
     srv = replace(sim.srv, theta=sim.srv.theta.clone(), buffers=sim.srv.buffers.clone(),
-                  state={k: v.clone() for k, v in sim.srv.state.items()}, extra=copy.deepcopy(sim.srv.extra))
-    srv.round = t
+                  state={k: v.clone() for k, v in sim.srv.state.items()}, extra=copy.deepcopy(sim.srv.extra), round=t)
     fm, spec = sim.fm, sim.spec
     start = algo.server.start_point(srv).clone()
     down: dict = {}

@@ -3,8 +3,8 @@
 sol_cosine (Fig. 3b): cos(g_u, g_p) during local learning, where g_u = ∇L_local(w + ε) is the
   update gradient the FedSOL part returns (before momentum/weight decay) and g_p = ∇_w L_p(w; θ)
   the proximal-KL gradient at the unperturbed local weights, restricted to the perturbed subset
-  (head by default). The hook wraps the run's FedSOL perturbation and, on measured rounds,
-  recomputes g_p with the part's own `prox_grad` (one extra head-only backward per step; models
+  (head by default). The hook reads every local gradient (RoundHook.local_gradient) and, on measured
+  rounds, recomputes g_p with the part's own `prox_grad` (one extra head-only backward per step; models
   without dropout keep exactly the same trajectory). Steps with w = θ (the first step of a round,
   g_p = 0) are skipped. Columns: sol_cos (over the perturbed subset), sol_cos_full (g_u over all
   parameters; g_p is zero outside the subset), sol_cos_std (across steps and clients); the mean
@@ -52,20 +52,12 @@ class SOLCosineHook(AnalysisHook):
             raise ConfigError(f"analysis.hooks.sol_cosine: needs a FedSOL perturbation; algorithm "
                               f"{sim.spec.algorithm!r} uses {part.name!r}")
         self._rec: list[tuple[float, float]] = []
-        if part.__dict__.get("_sol_cos_wrapped"):
-            part.__dict__["_sol_cos_hook"] = self
-            return
-        orig = part.gradient
-        part.__dict__.update(_sol_cos_wrapped=True, _sol_cos_hook=self)
 
-        def gradient(ctx, w, batch, grad_at):
-            loss, g = orig(ctx, w, batch, grad_at)
-            hook = part.__dict__["_sol_cos_hook"]
-            if hook.due(sim, ctx.round) and not torch.equal(w, ctx.theta):
-                hook._rec.append(hook.measure(part, ctx, w, batch, g))
-            return loss, g
-
-        part.gradient = gradient
+    def local_gradient(self, sim, ctx, w, batch, loss, g):
+        """g_u as the FedSOL part returned it; g_p recomputed at w on measured rounds (RoundHook.local_gradient)."""
+        if self.due(sim, ctx.round) and not torch.equal(w, ctx.theta):
+            self._rec.append(self.measure(sim.algo.perturbation, ctx, w, batch, g))
+        return g
 
     @staticmethod
     def measure(part, ctx, w, batch, g_u) -> tuple[float, float]:

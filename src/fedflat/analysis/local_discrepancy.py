@@ -17,7 +17,8 @@ Readings of what the paper leaves open (notes 001 §6, ambiguity 25):
 Local models are taken before uplink compression (x^i_{t,k} is the client's own iterate).
 
 The measurement runs on copies (algorithm parts, server state, client state are copied, the
-store is read-only, the global RNG is restored), so training is the same with or without it.
+store is read-only, uplinks are not compressed, the global RNG is restored), so training is the
+same with or without it.
 Memory: n_clients × (K+1) parameter vectors while measuring.
 """
 from __future__ import annotations
@@ -28,8 +29,8 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from ..algorithms import Part
 from ..fl.batches import sample_clients
+from ..fl.hooks import RoundHook
 
 
 class _ReadOnlyStore:
@@ -45,16 +46,16 @@ class _ReadOnlyStore:
         return None
 
 
-def _shadow(sim):
-    sh = copy.copy(sim)
-    sh.algo = copy.deepcopy(sim.algo)
-    sh.srv = replace(sim.srv, theta=sim.srv.theta.clone(), buffers=sim.srv.buffers.clone(),
-                     state={k: v.clone() for k, v in sim.srv.state.items()}, extra=copy.deepcopy(sim.srv.extra))
-    sh.store = _ReadOnlyStore(sim.store)
-    sh._loss_parts = [p for p in sh.algo.parts if type(p).loss_term is not Part.loss_term]
-    sh.send_up = lambda cid, delta, up: (delta, up, 0)  # the client's own model, before compression
-    sh.hooks = []
-    return sh
+class _IterateRecorder(RoundHook):
+    """Records the iterate x_{t,k} each local step starts from (the gradient is taken there)."""
+
+    def __init__(self):
+        super().__init__()
+        self.iterates: list[torch.Tensor] = []
+
+    def local_gradient(self, sim, ctx, w, batch, loss, g):
+        self.iterates.append(w.detach().clone())
+        return g
 
 
 def measured_clients(sim, t: int, min_clients: int = 2) -> list[int]:
@@ -69,33 +70,28 @@ def measured_clients(sim, t: int, min_clients: int = 2) -> list[int]:
 
 
 def local_trajectories(sim, t: int, cids: list[int]) -> torch.Tensor:
-    """(clients, K+1, P): every client's iterates x_{t,0..K} of round t, without side effects on `sim`."""
-    sh = _shadow(sim)
-    sh.srv.round = t
-    start = sh.algo.server.start_point(sh.srv).clone()
-    down: dict = {}
-    for p in sh.algo.parts:
-        down.update(p.downlink(sh.srv))
-    pert = sh.algo.perturbation
-    orig = pert.gradient
-    current: list[torch.Tensor] = []
-
-    def recording(ctx, w, batch, grad_at):
-        current.append(w.detach().clone())  # the iterate x_{t,k} the k-th step starts from
-        return orig(ctx, w, batch, grad_at)
-
-    pert.gradient = recording
+    """(clients, K+1, P): every client's iterates x_{t,0..K} of round t, without side effects on `sim`:
+    the run's algorithm, server state and client states are replayed on copies (Simulation.evaluating_under)."""
+    srv = replace(sim.srv, theta=sim.srv.theta.clone(), buffers=sim.srv.buffers.clone(),
+                  state={k: v.clone() for k, v in sim.srv.state.items()}, extra=copy.deepcopy(sim.srv.extra), round=t)
+    algo = copy.deepcopy(sim.algo)
+    recorder = _IterateRecorder()
     trajs = []
     devices = ([sim.device.index if sim.device.index is not None else torch.cuda.current_device()]
                if sim.device.type == "cuda" else [])
-    with torch.random.fork_rng(devices=devices):
+    with sim.evaluating_under(algo, srv=srv, store=_ReadOnlyStore(sim.store), hooks=(recorder,)), \
+            torch.random.fork_rng(devices=devices):
+        start = algo.server.start_point(srv).clone()
+        down: dict = {}
+        for p in algo.parts:
+            down.update(p.downlink(srv))
         torch.manual_seed(int(np.random.default_rng([sim.spec.seed, t]).integers(0, 2**62)))  # as run_round (dropout)
         for cid in cids:
-            current.clear()
-            res = sh.local_train(cid, t, start, down, sim.lr_at(t))
-            if len(current) != res.steps:  # a fused local loop would bypass the recorder
-                raise RuntimeError(f"local_discrepancy: recorded {len(current)} of {res.steps} local steps")
-            trajs.append(torch.stack(current + [start + res.delta]))
+            recorder.iterates.clear()
+            res = sim.local_train(cid, t, start, down, sim.lr_at(t))
+            if len(recorder.iterates) != res.steps:  # a fused local loop would bypass the recorder
+                raise RuntimeError(f"local_discrepancy: recorded {len(recorder.iterates)} of {res.steps} local steps")
+            trajs.append(torch.stack(recorder.iterates + [start + res.delta]))
     k1 = min(len(tr) for tr in trajs)  # unequal K_i (local_epochs): the steps every client takes
     return torch.stack([tr[:k1] for tr in trajs])
 

@@ -34,8 +34,6 @@ personal.json in the run directory (for tracing; the tables read metrics.csv).
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
-from dataclasses import replace
 from typing import Optional
 
 import numpy as np
@@ -116,26 +114,12 @@ def knn_mix(logits: torch.Tensor, p_knn: torch.Tensor, weight: float, mix: str =
 
 
 # ----------------------------------------------------------------------------- fine-tuning
-@contextmanager
 def plain_sgd(sim, epochs: int):
     """The simulation's local loop with the algorithm swapped for FedAvg (no perturbation,
-    correction or loss term, no uplink compression) and `epochs` local epochs; restored after."""
+    correction or loss term, no uplink compression) and `epochs` local epochs, for a `with` block."""
     from ..algorithms import build_algorithm
-    from ..fl.hooks import Compressor
 
-    saved = (sim.spec, sim.algo, sim._loss_parts, sim.compressor)
-    fused = sim.__dict__.pop("_fused_step", None)  # backend=compile caches the run's own fused step
-    sim.spec = replace(sim.spec, training={**sim.spec.training, "local_epochs": epochs})
-    sim.algo = build_algorithm("fedavg", {})
-    sim._loss_parts = []
-    sim.compressor = Compressor()
-    try:
-        yield
-    finally:
-        sim.spec, sim.algo, sim._loss_parts, sim.compressor = saved
-        sim.__dict__.pop("_fused_step", None)
-        if fused is not None:
-            sim.__dict__["_fused_step"] = fused
+    return sim.evaluating_under(build_algorithm("fedavg", {}), training={"local_epochs": epochs})
 
 
 def fine_tune(sim, cid: int, theta: torch.Tensor, epochs: int, lr: float, t: int) -> tuple[torch.Tensor, torch.Tensor]:

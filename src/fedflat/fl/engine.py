@@ -6,7 +6,8 @@ import math
 import platform
 import sys
 import time
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
@@ -26,12 +27,13 @@ from .batches import BatchStream, sample_clients, torch_generator
 from .client_store import ClientStateStore
 from .evaluate import evaluate
 from .fast import make_grad_at, resolve_backend
-from .fused import fused_step, step_blocker
+from .fused import LocalPaths, fused_blocker, step_blocker
 from .flat import FlatModel
-from .hooks import COMPRESSORS, ROUND_HOOKS
+from .hooks import COMPRESSORS, ROUND_HOOKS, Compressor, RoundHook, reads_gradient
+from .local_step import new_state
 from .metrics import MetricsLog, Progress
 from .running_stats import step_stats
-from .together import clients_together
+from .together import together_blocker
 
 from .hooks import BYTES_PER_FLOAT
 
@@ -122,6 +124,43 @@ class Simulation:
         for obj in (*self.algo.parts, self.compressor):  # parts/compressors that need the model, data or seed
             if hasattr(obj, "bind"):
                 obj.bind(self)
+        self._paths = LocalPaths()
+        self.path = self.choose_path()
+
+    def choose_path(self) -> str:
+        """How this simulation runs its local steps, decided once: "together" (training.vmap_clients:
+        a round's clients as one vmapped step, fl/together.py), "fused" (backend compile and parts with
+        a fused form: one compiled graph per step, fl/fused.py) or "eager" (the loop in local_train)."""
+        if together_blocker(self) is None:
+            return "together"
+        return "fused" if fused_blocker(self) is None else "eager"
+
+    @contextmanager
+    def evaluating_under(self, algo: Algorithm, training: Optional[dict] = None, srv: Optional[ServerState] = None,
+                         store=None, hooks: tuple[RoundHook, ...] = ()):
+        """Within the block, local_train and run_round run `algo` (with `training` settings merged
+        into the run's, the server state `srv` and the client-state store `store` where given, and
+        only the round hooks `hooks`) and send uplinks uncompressed; the local path is chosen again
+        for them. Everything is restored on exit. For analyses that replay or fine-tune clients
+        (analysis/personalize.py, analysis/local_discrepancy.py) without touching the run."""
+        names = ("spec", "algo", "_loss_parts", "compressor", "compressor_state", "srv", "store", "hooks",
+                 "_paths", "path")
+        saved = {n: getattr(self, n) for n in names}
+        if training:
+            self.spec = replace(self.spec, training={**self.spec.training, **training})
+        self.algo = algo
+        self._loss_parts = [p for p in algo.parts if type(p).loss_term is not Part.loss_term]
+        self.compressor, self.compressor_state = Compressor(), {}
+        self.srv = self.srv if srv is None else srv
+        self.store = self.store if store is None else store
+        self.hooks = list(hooks)
+        self._paths = LocalPaths()
+        try:
+            self.path = self.choose_path()
+            yield self
+        finally:
+            for n, v in saved.items():
+                setattr(self, n, v)
 
     def _tag(self) -> str:
         s = self.spec
@@ -199,19 +238,23 @@ class Simulation:
             grad_at, partial_grad_at = stats.wrap(grad_at), stats.wrap(partial_grad_at)
         # Plain-gradient parts only ever take the gradient at w itself: let w be the model's flat
         # parameter buffer, so grad_at finds the point already loaded (no copy per step); w is
-        # cloned off after the loop. Ascent parts evaluate at w + δ, which would overwrite it.
-        in_place = type(algo.perturbation) is NoPerturbation and "gradient" not in vars(algo.perturbation)
+        # cloned off after the loop. Ascent parts evaluate at w + δ, which would overwrite it, and a
+        # hook that reads the gradient may evaluate the model elsewhere.
+        readers = [h for h in self.hooks if reads_gradient(h)]
+        in_place = type(algo.perturbation) is NoPerturbation and not readers
         w = fm.flat.copy_(start) if in_place else start.clone()
-        buf = torch.zeros_like(w) if spec.local_momentum > 0 else None
-        loss_sum = torch.zeros((), device=self.device)
-        fused = fused_step(self)  # backend=compile, parts with a fused form (fl/fused.py): the loop below as one graph
-        if fused is not None:
-            loss_sum = fused.run(w, buf, stream, gen, lr, steps, ctx)
-        for _ in range(0 if fused is not None else steps):
+        if self.path == "fused":  # backend=compile, parts with a fused form (fl/fused.py): the loop below as one graph
+            state = self._paths.fused(self).run(w, stream, gen, lr, steps, ctx)
+            return self.finish_client(ctx, w.clone() if in_place else w, state.loss_sum)
+        state = new_state(w, spec.local_momentum)
+        buf, loss_sum = state.buf, state.loss_sum
+        for _ in range(steps):
             x, y = self.data.train_batch(stream.next(), gen)
             if stats is not None:
                 stats.new_step()
             loss, g = algo.perturbation.gradient(ctx, w, (x, y), partial_grad_at if stream.partial else grad_at)
+            for h in readers:  # RoundHook.local_gradient: analysis that sees (or replaces) the local gradient
+                g = h.local_gradient(self, ctx, w, (x, y), loss, g)
             loss_sum += loss
             if spec.clip_grad_norm > 0:  # torch.nn.utils.clip_grad_norm_ semantics on the data gradient
                 g = g * (spec.clip_grad_norm / (g.norm() + 1e-6)).clamp(max=1.0)
@@ -254,9 +297,10 @@ class Simulation:
         down: dict = {}
         for p in algo.parts:
             down.update(p.downlink(srv))
-        together = clients_together(self)  # training.vmap_clients: the sampled clients as one vmapped step
-        results = (together.run(sampled, t, start, down, lr) if together is not None
-                   else [self.local_train(cid, t, start, down, lr) for cid in sampled])
+        if self.path == "together":  # training.vmap_clients: the sampled clients as one vmapped step
+            results = self._paths.together(self).run(sampled, t, start, down, lr)
+        else:
+            results = [self.local_train(cid, t, start, down, lr) for cid in sampled]
         if spec.aggregation == "samples":
             wts = torch.tensor([r.num_samples for r in results], dtype=torch.float64)
         else:

@@ -7,9 +7,10 @@ from typing import Callable, Optional
 
 import torch
 
-from ..algorithms.base import Correction
+from ..algorithms.base import AscentTerms, Correction
 from .fast import compile_own, install_compiled_inference, make_flat_grad
 from .kernels import use_compiled_pools
+from .local_step import RoundTerms, StepBatch, StepInputs, StepState, new_state
 
 
 def _owner(cls: type, name: str) -> Optional[type]:
@@ -23,24 +24,31 @@ def _declared(part, decl: str, uses: tuple[str, ...]) -> bool:
     return all((o := _owner(type(part), m)) is None or issubclass(owner, o) for m in uses)
 
 
-_PERT_USES = ("gradient", "direction", "ascent", "after_ascent", "neighbour_mode", "fused_mix", "fused_shift",
-              "fused_ascent_terms", "fused_adaptive")
+_PERT_USES = ("gradient", "direction", "ascent", "after_ascent", "neighbour_mode")
 
 
 def fused_blocker(sim) -> Optional[str]:
     """Why a client's local step cannot run as one compiled graph (FusedStep), or None.
 
     The fused step reproduces the engine's loop where the perturbation part declares its `fused_form`
-    (algorithms/base.py: the plain gradient, FedAvg-type; the gradient at a point shifted by a δ fixed
-    for the round, FedLESAM/FedNSAM-type; the SAM ascent, FedSAM; the ascent with a mixed-in second
-    gradient, FedSynSAM) and every correction its `fused_linear` form (g ↦ a·g + b·w + c: FedProx,
-    SCAFFOLD, FedDyn, FedCM, FedSAGD's momentum). Compression is not in the way: it acts on the
-    client's final delta, after the loop (Simulation.send_up). Any other part, a subclass that changes
-    what the eager path calls, or an analysis hook that wraps the part's `gradient` or `ascent` (an
-    instance attribute), keeps the per-call path (CompiledGrad)."""
+    (algorithms/base.py FusedForm: the plain gradient, FedAvg-type; the gradient at a point shifted by
+    a δ fixed for the round, FedLESAM/FedNSAM-type; the SAM ascent, FedSAM, with ASAM's scaling, fixed
+    terms (FedTOGA, FedSMOO) or a mixed-in second gradient, FedSynSAM) and every correction its
+    `fused_linear` form (g ↦ a·g + b·w + c: FedProx, SCAFFOLD, FedDyn, FedCM, FedSAGD's momentum).
+    Compression is not in the way: it acts on the client's final delta, after the loop
+    (Simulation.send_up). Any other part, a subclass that changes what the eager path calls, or a
+    round hook that reads the local gradient (RoundHook.local_gradient) keeps the per-call path."""
     if sim.backend != "compile":
         return "backend is not compile"
-    return step_blocker(sim.algo)
+    return step_blocker(sim.algo) or gradient_hook_blocker(getattr(sim, "hooks", ()))
+
+
+def gradient_hook_blocker(hooks) -> Optional[str]:
+    """Why round hooks keep the local step eager (they see every local gradient), or None."""
+    from .hooks import reads_gradient
+
+    readers = [type(h).__name__ for h in hooks if reads_gradient(h)]
+    return f"the round hook {', '.join(readers)} reads the local gradient" if readers else None
 
 
 def step_blocker(algo) -> Optional[str]:
@@ -50,13 +58,9 @@ def step_blocker(algo) -> Optional[str]:
         return "the N-perturbation option (np_mode) is not fused"
     if not _declared(pert, "fused_form", _PERT_USES) or pert.fused_form() is None:
         return f"perturbation {type(pert).__name__} is not fused"
-    if {"gradient", "ascent"} & set(vars(pert)):
-        return f"a hook wraps {type(pert).__name__}'s gradient"
     for c in algo.corrections:
         if not _declared(c, "fused_linear", ("adjust",)) or type(c).fused_linear is Correction.fused_linear:
             return f"correction {type(c).__name__} is not fused"
-        if "adjust" in vars(c):
-            return f"a hook wraps {type(c).__name__}'s adjust"
     return None
 
 
@@ -70,20 +74,23 @@ def fused_linear(corrections, ctx) -> tuple[float, float, Optional[torch.Tensor]
     return a, b, c
 
 
-def make_local_step(sim) -> Callable:
-    """One local step of the engine's loop (Simulation.local_train) as a pure tensor function that
-    updates w (and the momentum buffer and the summed loss) in place; compiled by FusedStep and
-    vmapped over a round's clients by fl/together.py. Every setting is a constant of the function."""
+def make_local_step(sim) -> Callable[[StepInputs], None]:
+    """One local step of the engine's loop (Simulation.local_train) as a pure tensor function of one
+    StepInputs (fl/local_step.py) that updates its state (w, the momentum buffer, the summed loss, the
+    ascent's dual and last δ) in place; compiled by FusedStep and vmapped over a round's clients by
+    fl/together.py. The run's settings and the part's FusedForm are constants of the function."""
     from ..algorithms.perturbations import SAM_EPS
 
-    spec, data, pert = sim.spec, sim.data, sim.algo.perturbation
-    rho = float(pert.rho) if pert.fused_form() == "ascent" else None
-    eta = pert.fused_adaptive() if rho is not None else None  # ASAM's T_w = |w| + η
+    spec, data = sim.spec, sim.data
+    form = sim.algo.perturbation.fused_form()
+    rho = form.rho if form.kind == "ascent" else None
+    eta = form.asam_eta  # ASAM's T_w = |w| + η
     clip, wd, mom = float(spec.clip_grad_norm), float(spec.weight_decay), float(spec.local_momentum)
     mean, std = data.mean, data.std
     flat_grad = make_flat_grad(sim.fm)
 
-    def step(w, buf, loss_sum, lr, x, y, idx, beta, xs, ys, shift, lin_a, lin_b, lin_c, dir_c, dual, last):
+    def step(inp: StepInputs) -> None:
+        (w, buf, loss_sum, dual, last), (x, y, idx, beta, xs, ys), (lr, shift, lin_a, lin_b, lin_c, dir_c) = inp
         if idx is not None:  # ArrayDataset.train_batch without augmentation, inside the graph
             x, y = x[idx], y[idx]
             if x.dtype == torch.uint8:
@@ -95,7 +102,7 @@ def make_local_step(sim) -> Callable:
         if rho is not None:  # AscentPerturbation.gradient with safe_unit / SynSAMPerturbation.ascent
             if xs is not None:
                 g = g * beta + flat_grad(w, xs, ys)[1] * (1.0 - beta)
-            if dir_c is not None:  # Perturbation.fused_ascent_terms: d = g + c − m
+            if dir_c is not None:  # AscentTerms: d = g + c − m
                 g = g + dir_c
             if dual is not None:
                 g = g - dual
@@ -130,14 +137,41 @@ def make_local_step(sim) -> Callable:
     return step
 
 
+def round_inputs(form, corrections, ctx, state_w: torch.Tensor, momentum: float,
+                 lr_t: torch.Tensor) -> tuple[StepState, RoundTerms]:
+    """A client's step state (from `state_w`, updated in place) and round constants (lr_t: the 0-d
+    learning rate), read once after client_begin from the parts' fused forms (FusedForm.shift /
+    .terms, Correction.fused_linear)."""
+    terms = form.terms(ctx) if form.terms is not None else AscentTerms()
+    a, b, c = fused_linear(corrections, ctx)
+    shift = form.shift(ctx) if form.shift is not None else None
+    return (new_state(state_w, momentum, terms.dual, terms.last),
+            RoundTerms(lr_t, shift, a, b, c, terms.c))
+
+
+def step_batch(form, ctx, data, idx: torch.Tensor, gen) -> StepBatch:
+    """This step's batch: indices into the uint8 training tensor (gathered inside the step), or the
+    eagerly augmented batch (augmentation draws from the client's generator, as in the plain loop),
+    and the ascent's mixed-in second batch, drawn after the batch as the eager part draws ζ after ξ."""
+    if data.augment is None:
+        x, y, i = data.train_x, data.train_y, idx
+    else:
+        (x, y), i = data.train_batch(idx, gen), None
+    mix = form.mix(ctx) if form.mix is not None else None
+    if mix is None:
+        return StepBatch(x, y, i)
+    beta, (xs, ys) = mix
+    return StepBatch(x, y, i, beta, xs, ys)
+
+
 class FusedStep:
     """The whole local step as one compiled graph (training.backend: compile, parts with a `fused_form`).
 
     Per step: gather the mini-batch from the uint8 training tensor and normalise it (or take the
     eagerly augmented batch), loss and flat gradient (for the ascent form: d = g, or β g + (1−β) g_ζ
     with g_ζ the gradient on the part's second batch (FedSynSAM's synthetic set, passed in per step),
-    plus c − m (Perturbation.fused_ascent_terms: FedTOGA's κΔ; FedSMOO's −s − μ_i with μ_i moved in
-    place); δ = ρ d/(‖d‖+ε), or ASAM's ρ T² d/‖T d‖ with T = |w| + η (Perturbation.fused_adaptive), 0
+    plus c − m (AscentTerms: FedTOGA's κΔ; FedSMOO's −s − μ_i with μ_i moved in
+    place); δ = ρ d/(‖d‖+ε), or ASAM's ρ T² d/‖T d‖ with T = |w| + η (FusedForm.asam_eta), 0
     when d = 0; gradient at w + δ; loss reported at w), clipping, weight decay,
     momentum and the SGD update of the flat iterate, in place. This is the engine's loop
     (Simulation.local_train) written once more as a pure tensor function, so the per-step Python
@@ -150,10 +184,9 @@ class FusedStep:
         fm = sim.fm
         self.fm, self.data = fm, sim.data
         use_compiled_pools(fm.module)  # same numbers, a faster pool backward inside the graph
-        self.pert = sim.algo.perturbation
+        self.form = sim.algo.perturbation.fused_form()
         self.corrections = sim.algo.corrections
-        self.shifted = self.pert.fused_form() == "shifted"
-        self.ascent = self.pert.fused_form() == "ascent"
+        self.momentum = float(sim.spec.local_momentum)
         step = make_local_step(sim)
         self._fn = compile_own(step)
         # an epoch's partial last batch (training.local_epochs) runs the same function eagerly: its
@@ -161,33 +194,33 @@ class FusedStep:
         self._eager = step
         install_compiled_inference(fm.module)
 
-    def run(self, w: torch.Tensor, buf: Optional[torch.Tensor], stream, gen, lr: float, steps: int, ctx) -> torch.Tensor:
-        """`steps` local steps on `w` (and the momentum buffer) in place; returns the summed loss."""
-        data, pert = self.data, self.pert
-        shift = pert.fused_shift(ctx) if self.shifted else None
-        terms = pert.fused_ascent_terms(ctx) if self.ascent else (None, None, None)
-        lin = fused_linear(self.corrections, ctx)
-        loss_sum = torch.zeros((), device=w.device, dtype=w.dtype)
+    def run(self, w: torch.Tensor, stream, gen, lr: float, steps: int, ctx) -> StepState:
+        """`steps` local steps from `w`, updated in place; returns the final StepState (its loss_sum summed)."""
         lr_t = torch.tensor(lr, device=w.device, dtype=w.dtype)
+        state, terms = round_inputs(self.form, self.corrections, ctx, w, self.momentum, lr_t)
         for _ in range(steps):
             idx = stream.next()
             fn = self._eager if stream.partial else self._fn
-            mix = pert.fused_mix(ctx)  # drawn after the batch, as the eager part draws ζ after ξ
-            beta, (xs, ys) = mix if mix is not None else (0.0, (None, None))
-            if data.augment is None:
-                fn(w, buf, loss_sum, lr_t, data.train_x, data.train_y, idx, beta, xs, ys, shift, *lin, *terms)
-            else:  # augmentation draws from the client's generator: eager, as in the plain loop
-                x, y = data.train_batch(idx, gen)
-                fn(w, buf, loss_sum, lr_t, x, y, None, beta, xs, ys, shift, *lin, *terms)
-        return loss_sum
+            fn(StepInputs(state, step_batch(self.form, ctx, self.data, idx, gen), terms))
+        return state
 
 
-def fused_step(sim) -> Optional[FusedStep]:
-    """The simulation's FusedStep when its parts allow one (built once per Simulation), else None."""
-    if fused_blocker(sim) is not None:
-        return None
-    if "_fused_step" not in sim.__dict__:
-        sim.__dict__["_fused_step"] = FusedStep(sim)
-    return sim.__dict__["_fused_step"]
+class LocalPaths:
+    """The simulation's local-step runners, built on first use and kept for the simulation's life
+    (a new compiled graph per client would recompile)."""
 
+    def __init__(self):
+        self._fused: Optional[FusedStep] = None
+        self._together = None
 
+    def fused(self, sim) -> FusedStep:
+        if self._fused is None:
+            self._fused = FusedStep(sim)
+        return self._fused
+
+    def together(self, sim):
+        if self._together is None:
+            from .together import ClientsTogether
+
+            self._together = ClientsTogether(sim)
+        return self._together

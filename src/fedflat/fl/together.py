@@ -19,7 +19,8 @@ import torch
 
 from .batches import torch_generator
 from .fast import compile_blocker
-from .fused import fused_linear, make_local_step, step_blocker
+from .fused import gradient_hook_blocker, make_local_step, round_inputs, step_batch, step_blocker
+from .local_step import StepInputs, stack_clients, unstack_into
 
 
 def together_blocker(sim) -> Optional[str]:
@@ -30,25 +31,13 @@ def together_blocker(sim) -> Optional[str]:
         return "training.local_epochs: clients take different numbers of steps"
     if min(len(c) for c in sim.client_idx) < sim.spec.batch_size:
         return "a client holds fewer samples than a batch (batches of different sizes)"
-    return compile_blocker(sim.fm, bool(sim._loss_parts)) or step_blocker(sim.algo)
+    return (compile_blocker(sim.fm, bool(sim._loss_parts)) or step_blocker(sim.algo)
+            or gradient_hook_blocker(sim.hooks))
 
 
 def clients_together(sim) -> Optional["ClientsTogether"]:
-    """The simulation's ClientsTogether when the option is on and covers the run (built once), else None."""
-    if together_blocker(sim) is not None:
-        return None
-    if "_together" not in sim.__dict__:
-        sim.__dict__["_together"] = ClientsTogether(sim)
-    return sim.__dict__["_together"]
-
-
-def _stacked(items: list, first_dim: bool = True):
-    """(tensor, in_dim) for vmap: one shared tensor (None), else the per-client tensors stacked (0)."""
-    if items[0] is None:
-        return None, None
-    if all(t is items[0] for t in items):
-        return items[0], None
-    return torch.stack(items), 0
+    """The simulation's ClientsTogether when the option is on and covers the run, else None."""
+    return sim._paths.together(sim) if together_blocker(sim) is None else None
 
 
 class ClientsTogether:
@@ -56,49 +45,30 @@ class ClientsTogether:
         self.sim = sim
         step = make_local_step(sim)
 
-        def in_place(*args):  # vmap wants a tensor out: the step's work is its in-place updates
-            step(*args)
+        def in_place(inp):  # vmap wants a tensor out: the step's work is its in-place updates
+            step(inp)
             return torch.zeros(())
 
         self._step = in_place
-        self.shifted = sim.algo.perturbation.fused_form() == "shifted"
-        self.ascent = sim.algo.perturbation.fused_form() == "ascent"
+        self.form = sim.algo.perturbation.fused_form()
 
     def run(self, sampled: list[int], t: int, start: torch.Tensor, down: dict, lr: float) -> list:
-        sim, spec, data, pert = self.sim, self.sim.spec, self.sim.data, self.sim.algo.perturbation
+        sim, spec, data, form = self.sim, self.sim.spec, self.sim.data, self.form
         ctxs = [sim.begin_client(cid, t, start, down, lr) for cid in sampled]
         streams = [sim.client_stream(cid, t) for cid in sampled]
         gens = [torch_generator(spec.seed, t, cid, sim.device) for cid in sampled]
-        w = start.expand(len(sampled), -1).clone()
-        buf = torch.zeros_like(w) if spec.local_momentum > 0 else None
-        loss_sum = torch.zeros(len(sampled), device=w.device, dtype=w.dtype)
-        lr_t = torch.tensor(lr, device=w.device, dtype=w.dtype)
-        shift, shift_dim = _stacked([pert.fused_shift(c) if self.shifted else None for c in ctxs])
-        lins = [fused_linear(sim.algo.corrections, c) for c in ctxs]
-        lin_c, c_dim = _stacked([lin[2] for lin in lins])
-        terms = [pert.fused_ascent_terms(c) if self.ascent else (None, None, None) for c in ctxs]
-        dir_c, dir_dim = _stacked([t[0] for t in terms])
-        # the per-client dual and last δ as stacked copies (written back after the loop)
-        dual, dual_dim = (None, None) if terms[0][1] is None else (torch.stack([t[1] for t in terms]), 0)
-        last, last_dim = (None, None) if terms[0][2] is None else (torch.stack([t[2] for t in terms]), 0)
+        lr_t = torch.tensor(lr, device=start.device, dtype=start.dtype)
+        own = [round_inputs(form, sim.algo.corrections, c, start.clone(), spec.local_momentum, lr_t) for c in ctxs]
+        # every client's state stacked (written back after the loop), the round's constants per client
+        # or shared; the vmap dimensions come from the same fields (fl/local_step.py)
+        state, state_dims = stack_clients([o[0] for o in own])
+        terms, terms_dims = stack_clients([o[1] for o in own])
         for _ in range(ctxs[0].local_steps):
             idx = [s.next() for s in streams]
-            mixes = [pert.fused_mix(c) for c in ctxs]  # drawn after the batch, as in the one-client loop
-            beta = mixes[0][0] if mixes[0] is not None else 0.0
-            xs, xs_dim = _stacked([m[1][0] if m is not None else None for m in mixes])
-            ys, _ = _stacked([m[1][1] if m is not None else None for m in mixes])
-            if data.augment is None:  # gathered and normalised inside the step, per client
-                x, y, idx_b, x_dim = data.train_x, data.train_y, torch.stack(idx), None
-            else:  # augmentation draws from each client's generator, eagerly
-                batches = [data.train_batch(i, g) for i, g in zip(idx, gens)]
-                x, y, idx_b, x_dim = torch.stack([b[0] for b in batches]), torch.stack([b[1] for b in batches]), None, 0
-            in_dims = (0, None if buf is None else 0, 0, None, x_dim, x_dim, None if idx_b is None else 0, None,
-                       xs_dim, xs_dim, shift_dim, None, None, c_dim, dir_dim, dual_dim, last_dim)
-            torch.vmap(self._step, in_dims=in_dims, out_dims=None)(w, buf, loss_sum, lr_t, x, y, idx_b, beta, xs, ys,
-                                                                    shift, lins[0][0], lins[0][1], lin_c,
-                                                                    dir_c, dual, last)
-        for i, t in enumerate(terms):  # the per-client duals and last δ from their stacked copies
-            for mine, stacked in ((t[1], dual), (t[2], last)):
-                if mine is not None:
-                    mine.copy_(stacked[i])
-        return [sim.finish_client(ctx, w[i].clone(), loss_sum[i]) for i, ctx in enumerate(ctxs)]
+            # per client: its batch (gathered and normalised inside the step, or augmented eagerly from
+            # its generator) and the mixed-in second batch, drawn after the batch as in the one-client loop
+            batch, batch_dims = stack_clients([step_batch(form, c, data, i, g) for c, i, g in zip(ctxs, idx, gens)])
+            torch.vmap(self._step, in_dims=(StepInputs(state_dims, batch_dims, terms_dims),),
+                       out_dims=None)(StepInputs(state, batch, terms))
+        unstack_into(state, [o[0] for o in own])
+        return [sim.finish_client(ctx, o[0].w, o[0].loss_sum) for ctx, o in zip(ctxs, own)]

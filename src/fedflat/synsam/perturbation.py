@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..algorithms.base import Param, Perturbation, safe_unit
+from ..algorithms.base import Param, Perturbation, safe_unit, sam_form
 from ..algorithms.perturbations import PERTURBATIONS, SAM_EPS
 from ..errors import ConfigError
 from .settings import SYN_PARAMS
@@ -76,10 +76,11 @@ class SynSAMPerturbation(SyntheticSource, Perturbation):
         _, gs = grad_at(w, self._zeta(ctx))
         return loss, d.add_(gs, alpha=1.0 - self.beta)
 
-    def fused_form(self):  # the same step as `gradient`, as one compiled graph (fl/fast.py FusedStep)
-        return "ascent" if self.rho != 0.0 else "plain"
+    def fused_form(self):  # the same step as `gradient`, as one compiled graph (fl/fused.py FusedStep)
+        return sam_form(self.rho, mix=self._fused_mix)
 
-    def fused_mix(self, ctx):
+    def _fused_mix(self, ctx):
+        """(β, ζ) of this step's mixed-in synthetic gradient once D_syn is in use, else None."""
         syn = ctx.scratch.get("syn")
         return None if syn is None else (self.beta, self._zeta(ctx))
 
