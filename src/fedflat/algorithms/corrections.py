@@ -82,7 +82,7 @@ class ScaffoldCorrection(Correction):
     c starts at 0 and is sent down with θ (downlink 2×, uplink 2×). K_eff = K for plain SGD; with
     local momentum m it is (K − m(1−m^K)/(1−m))/(1−m) (base.effective_steps), so c_i stays the mean
     local gradient (option II's intent) instead of ~1/(1−m) times it: FedSOL's official SCAFFOLD
-    (`adaptive_divison`, notes 002 §2.7). K is the client's own step count."""
+    (`adaptive_divison`, github.com/Lee-Gihun/FedSOL). K is the client's own step count."""
 
     name = "scaffold"
     client_state = ("c_i",)

@@ -153,9 +153,9 @@ class TOGAPerturbation(_GlobalDeltaUser, AscentPerturbation):
 
     G  (default): δ = ρ (g_k + κΔ)/‖g_k + κΔ‖, g_k fresh at w (2 passes per step);
     N           : δ = ρ (g̃_{k−1} + κΔ)/‖·‖, reusing the previous step's perturbed gradient
-                  (1 pass per step; g̃_{−1} = 0 at the start of each round, notes §10.5);
+                  (1 pass per step; g̃_{−1} = 0 at the start of each round; FedTOGA Alg. 1 gives no value);
     fusion      : δ = ρ (g_k + g̃_{k−1} + κΔ)/‖·‖ (2 passes; the paper's mismatched denominator is
-                  read as the norm of the full numerator, notes §10.7).
+                  read as the norm of the full numerator; FedTOGA Sec. 4.2's denominator does not match).
     """
 
     name = "toga"
@@ -186,7 +186,7 @@ class TOGAPerturbation(_GlobalDeltaUser, AscentPerturbation):
 
 @PERTURBATIONS.register("smoo")
 class SMOOPerturbation(AscentPerturbation):
-    """FedSMOO (Sun et al. 2023; FedTOGA notes §3.1, Alg. 2) dual-corrected perturbation.
+    """FedSMOO (Sun et al. 2023; FedTOGA App. A.2, Alg. 2) dual-corrected perturbation.
 
     Per step: S = g − μ_i − s, ŝ = ρ S/‖S‖, μ_i ← μ_i + (ŝ − s), gradient at w + ŝ.
     After the round the client uploads s̃_i = μ_i − ŝ_last (Alg. 2; `smoo_upload=mu` uploads μ_i
@@ -258,8 +258,8 @@ class FixedPerturbation(Perturbation):
 class MomentumDirectionPerturbation(FixedPerturbation):
     """FedNSAM (Alg. 1 line 8): δ = −ρ m/‖m‖ with the server momentum m, fixed for the whole round.
 
-    m is a descent displacement, so −m̂ points uphill (ascent, SAM-like); notes §8.4 resolve the sign
-    of Eq. 7 in favour of Alg. 1. δ = 0 while m = 0 (round 1, notes §8.5). One pass per step.
+    m is a descent displacement, so −m̂ points uphill (ascent, SAM-like); FedNSAM's Eq. 7 has the
+    other sign; Alg. 1, Eq. 12 and the appendix have this one. δ = 0 while m = 0 (round 1: m⁰ = 0). One pass per step.
     """
 
     name = "momentum_direction"
@@ -311,7 +311,7 @@ class StaleDirectionPerturbation(FixedPerturbation):
 
     - stale (Fan et al. 2024; FedTOGA Alg. 3): d = θ_i^old − θ^t, θ_i^old the global model client i
       received at its last participation (client state; θ_i^old ← θ^t at the end of the round).
-      First participation (notes 004 §10.14): lesam_first=zero gives δ = 0; init uses θ^old = θ^0.
+      First participation (FedTOGA Alg. 3 leaves it open): lesam_first=zero gives δ = 0; init uses θ^old = θ^0.
       A never-written state vector is all zeros (a real model never is exactly zero).
     - global (FedSynSAM Alg. 1 line 9: g = w^{t−1} − w^t): d = θ^{t−1} − θ^t, the last global update,
       the same for every client (broadcast, counted as a downlink vector; FedLESAM's code also

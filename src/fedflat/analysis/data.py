@@ -58,7 +58,7 @@ def subset_indices(n_total: int, n: int, seed: int) -> np.ndarray:
 
 def fixed_batches(data: ArrayDataset, split: str, n: int, seed: int, batch_size: int) -> Batches:
     """Non-augmented, normalised mini-batches of a fixed subset, in a fixed order (the operator
-    must not change between power iterations, notes anchors §3.1)."""
+    must not change between power iterations: PyHessian, Yao et al. 2020, computes on fixed batches)."""
     if split not in ("train", "test"):
         raise ConfigError(f"split: {split!r} not allowed; allowed: train, test")
     if batch_size < 1:

@@ -1,4 +1,4 @@
-"""FedSOL's local-learning measurements (notes 002 §5.2 and §5.7), as round hooks.
+"""FedSOL's local-learning measurements (FedSOL Sec. 4.2 Fig. 3b; Sec. 3.3 Eq. 7, Fig. 5b), as round hooks.
 
 sol_cosine (Fig. 3b): cos(g_u, g_p) during local learning, where g_u = ∇L_local(w + ε) is the
   update gradient the FedSOL part returns (before momentum/weight decay) and g_p = ∇_w L_p(w; θ)

@@ -1,10 +1,10 @@
-"""Local-update discrepancy (FedSAGD Fig. 1, notes 001 §6): from one common start point x_t,
+"""Local-update discrepancy (FedSAGD Fig. 1, App. A.4): from one common start point x_t,
 
     D_k = max_{i≠j} ‖x^i_{t,k} − x^j_{t,k}‖₂        k = 0 … K   (D_0 = 0)
 
 over a set of clients that each run the round's K local steps exactly as the engine does.
 
-Readings of what the paper leaves open (notes 001 §6, ambiguity 25):
+Readings of what the paper leaves open (App. A.4 says only "maximum discrepancy among client models"):
 - which round: the hook measures after round t (every `every` rounds, the first and the last)
   the local trajectories of round t + 1, from that round's start point (the server's
   `start_point`, e.g. FedACG's look-ahead) with that round's mini-batches and learning rate;

@@ -1,4 +1,4 @@
-"""Personalized-FL evaluation (FedSOL Table 9, notes 002 §5.10 and §3.2 "Per-client local test set").
+"""Personalized-FL evaluation (FedSOL Table 9, App. D; per-client local test sets as test_align in github.com/Lee-Gihun/FedSOL).
 
 One module for every row of Table 9, run as the `personalize` round hook at the final round of a
 training run (so its numbers land in metrics.csv, a declared output, and the in-process builder

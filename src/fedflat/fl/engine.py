@@ -27,7 +27,8 @@ from .batches import BatchStream, sample_clients, torch_generator
 from .client_store import ClientStateStore
 from .evaluate import evaluate
 from .fast import make_grad_at, resolve_backend
-from .fused import LocalPaths, fused_blocker, step_blocker
+from .fused import fused_blocker, step_blocker
+from .runners import LocalPaths
 from .flat import FlatModel
 from .hooks import COMPRESSORS, ROUND_HOOKS, Compressor, RoundHook, reads_gradient
 from .local_step import new_state
@@ -328,7 +329,7 @@ class Simulation:
 
     @staticmethod
     def flatness_distance(results: list[ClientResult]) -> float:
-        """FedNSAM Def. 1 over the sampled clients: (1/S) Σ ‖Δ_i − mean Δ‖² (notes §4.1)."""
+        """FedNSAM Def. 1 over the sampled clients: (1/S) Σ ‖Δ_i − mean Δ‖² (FedNSAM Def. 1, Eq. 4)."""
         # running sums instead of a stacked (S x d) copy: a round of ResNet-18 updates stays one vector
         mean = torch.zeros_like(results[0].delta, dtype=torch.float64)
         for r in results:

@@ -203,24 +203,3 @@ class FusedStep:
             fn = self._eager if stream.partial else self._fn
             fn(StepInputs(state, step_batch(self.form, ctx, self.data, idx, gen), terms))
         return state
-
-
-class LocalPaths:
-    """The simulation's local-step runners, built on first use and kept for the simulation's life
-    (a new compiled graph per client would recompile)."""
-
-    def __init__(self):
-        self._fused: Optional[FusedStep] = None
-        self._together = None
-
-    def fused(self, sim) -> FusedStep:
-        if self._fused is None:
-            self._fused = FusedStep(sim)
-        return self._fused
-
-    def together(self, sim):
-        if self._together is None:
-            from .together import ClientsTogether
-
-            self._together = ClientsTogether(sim)
-        return self._together
