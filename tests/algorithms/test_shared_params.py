@@ -65,4 +65,6 @@ def test_every_registered_preset_registers_and_the_declared_sharings_are_the_kno
                 if k in seen and seen[k] is not cls:
                     shared.setdefault(k, set()).add(name)
                 seen.setdefault(k, cls)
-    assert set(shared) == {"alpha", "feddc_agg", "delta_norm"}  # FedDyn's α, FedDC's aggregation, FedTOGA's Δ
+    # FedDyn's α (also FedGloSS's server), FedDC's aggregation, FedTOGA's Δ, FedGMT's aggregation switch
+    assert set(shared) == {"alpha", "feddc_agg", "delta_norm", "gmt_agg"}
+    assert "fedgloss" in shared["alpha"] and shared["gmt_agg"] == {"fedgmt"}

@@ -28,6 +28,7 @@ class GlossServer(ServerOpt):
         "alpha": ALPHA,  # shared with the feddyn correction: α = 1/β
         "server_lr": Param(1.0, "server learning rate η_g (1 in Alg. 1)", low=0.0, low_open=True),
     }
+    shares = ("alpha",)  # the clients' FedDyn α: Alg. 1 uses one α = 1/β on both sides
 
     def init_server(self, srv: ServerState) -> None:
         _require_state(srv, "h", "gloss", "feddyn")

@@ -32,6 +32,7 @@ class GMTCorrection(LossTerm):
               "gmt_tau": Param(3.0, "softmax temperature τ", low=0.0, low_open=True),
               "gmt_beta": Param(10.0, "dual step β (u_i = −D_i/β)", low=0.0, low_open=True),
               "gmt_agg": GMT_AGG}
+    shares = ("gmt_agg",)  # the server reads the same switch: it decides whether D_i is sent up
 
     def downlink(self, srv):
         if EMA not in srv.state:
