@@ -32,3 +32,9 @@ def test_the_experiment_key_reaches_the_partition_job():
     assert all(p["missing_classes"] == "allow" for p in load_study(cfg("allow")).partitions.values())
     with pytest.raises(CE, match=r"experiments.e.missing_classes"):
         load_study(cfg("sometimes"))
+
+
+def test_a_stand_in_at_tiny_scale_is_not_refused():
+    labels = np.repeat(np.arange(3), 10)
+    p = make_partition(labels, "path1", 2, seed=0, standin=True)  # the DAG's smoke scale: no refusal
+    assert (p.histogram.sum(0) > 0).sum() <= 2
