@@ -99,7 +99,8 @@ def test_shards_give_at_most_c_classes():
 
 @pytest.mark.parametrize("variant", ["rep", "norep", "lda"])
 def test_large_alpha_approaches_iid(variant):
-    tv = [tv_from_global(make_partition(LABELS, f"dir{a}-{variant}", 10, seed=0)) for a in (0.05, 1.0, 1000.0)]
+    tv = [tv_from_global(make_partition(LABELS, f"dir{a}-{variant}", 10, seed=0, missing_classes="allow"))
+          for a in (0.05, 1.0, 1000.0)]  # extreme skew may leave a class out: the statistic, not coverage, is tested
     assert tv[0] > tv[1] > tv[2]
     iid = tv_from_global(make_partition(LABELS, "iid", 10, seed=0))
     assert tv[2] < iid + 0.1
@@ -140,7 +141,7 @@ def distinct_classes(p: Partition) -> np.ndarray:
 
 @pytest.mark.parametrize("c", [1, 3, 6])
 def test_path_gives_every_client_exactly_c_classes_in_equal_shares(c):
-    p = make_partition(LABELS, f"path{c}", 20, seed=0)
+    p = make_partition(LABELS, f"path{c}", 20, seed=0, missing_classes="allow")  # random classes: coverage not promised
     assert distinct_classes(p).tolist() == [c] * 20
     assert {len(x) for x in p.clients} == {50}
     for h in p.histogram:  # 50 samples as evenly as possible over the c classes
@@ -162,7 +163,7 @@ def test_shards_give_fewer_than_c_classes_which_is_why_path_exists():
 def test_path_picks_classes_at_random_per_client():
     # the lineage draws each client's classes independently: with N = K = 10 and c = 1 some classes go
     # unused (P(all 10 used) = 10!/10^10 < 0.04 %), unlike shards1, which gives each class to one client
-    p = make_partition(LABELS, "path1", 10, seed=0)
+    p = make_partition(LABELS, "path1", 10, seed=0, missing_classes="allow")  # random classes: coverage not promised
     assert (p.histogram.sum(0) > 0).sum() < 10
     assert (make_partition(LABELS, "shards1", 10, seed=0).histogram.sum(0) > 0).sum() == 10
 
