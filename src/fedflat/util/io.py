@@ -16,6 +16,9 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     os.close(fd)
     try:
         write(Path(tmp))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would make a re-rendered README private to its writer
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
