@@ -96,12 +96,12 @@ def partition_correlations(means: pd.DataFrame, column: str = "mean") -> list[di
 
 
 def primary_ranks(runs: pd.DataFrame) -> pd.DataFrame:
-    """The primary rank per partition (issue 24's rule): methods whose every final seed completed, by mean final
-    accuracy (rank 1 = best, ties share the mean rank); then every method with a diverged seed, below all of
-    them, ordered by its completed seeds' mean. Adds the tie band (util.stats.tie_bands over the seeds) and the
-    mean rank over partitions."""
+    """The primary rank per partition, by the leaderboard table's own rule (leaderboard.results.primary_rank:
+    methods whose every final seed completed by mean final accuracy, then every method with a diverged seed,
+    ordered by its completed seeds' mean), with the tie band (util.stats.tie_bands over the seeds of the
+    completed methods) and the mean rank over partitions."""
+    from ..leaderboard.results import primary_rank
     from ..util.stats import tie_bands
-    from scipy.stats import rankdata
 
     r = with_stage(runs)
     r = r[r["stage"] == "final"]
@@ -110,21 +110,16 @@ def primary_ranks(runs: pd.DataFrame) -> pd.DataFrame:
         cells = []
         for (preset, label), g in sub.groupby(["preset", "label"], sort=True):
             acc = g.loc[g["status"] == "completed", "final_acc"].astype(float).tolist()
-            cells.append({"partition": part, "preset": preset, "label": label.split(" lr=")[0],
-                          "diverged": int((g["status"] != "completed").sum()), "seeds": len(g), "accs": acc,
-                          "mean": float(np.mean(acc)) if acc else float("nan"), "std": seed_std(acc)})
-        ok = [c for c in cells if not c["diverged"]]
-        bad = [c for c in cells if c["diverged"]]
-        if ok:
-            for c, rk in zip(ok, rankdata([-c["mean"] for c in ok], method="average")):
-                c["rank"] = float(rk)
-        bad.sort(key=lambda c: -c["mean"] if np.isfinite(c["mean"]) else np.inf)
-        for i, c in enumerate(bad):
-            c["rank"] = float(len(ok) + 1 + i)
-        ordered = sorted(ok, key=lambda c: c["rank"]) + bad
+            diverged = int((g["status"] != "completed").sum())
+            cells.append({"partition": part, "preset": preset, "label": label.split(" lr=")[0], "diverged": diverged,
+                          "seeds": len(g), "accs": acc, "mean": float(np.mean(acc)) if acc else float("nan"),
+                          "std": seed_std(acc)})
+        rank = primary_rank({c["preset"]: c["mean"] if not c["diverged"] else float("nan") for c in cells},
+                            {c["preset"]: c["mean"] for c in cells})
+        ordered = sorted(cells, key=lambda c: rank[c["preset"]])
         bands = tie_bands([(c["preset"], c["accs"]) for c in ordered if not c["diverged"]])
         for c in ordered:
-            c["band"] = bands.get(c["preset"])
+            c["rank"], c["band"] = rank[c["preset"]], bands.get(c["preset"])
         rows += ordered
     df = pd.DataFrame(rows)
     if len(df):
