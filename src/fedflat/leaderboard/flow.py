@@ -124,21 +124,18 @@ def compute_screen(study) -> dict:
     """{cells: K, methods: {preset: [{lr, params, score}, ...]}}: each method's best K screen cells, best first
     (ties: the earlier grid row, then the smaller lr), among the cells that completed: a diverged cell is never
     continued. A method whose every cell diverged has an empty list."""
-    from ..papers.kinds_tuning import _means, _scores
+    from ..papers.kinds_tuning import grid_means, grid_scores, ranked_cells
 
     p = study.leaderboard
     k = p["tuning"]["continuation"]["cells"]
     out = {"cells": k, "metric": study.tables[TUNING_TABLE]["metric"], "methods": {}}
     part = p["tuning"]["partitions"][0]
     for name, grid in p["methods"].items():
-        df = _scores(_grid_manifest(study, [exp_name("tune", part, name)]))
+        df = grid_scores(_grid_manifest(study, [exp_name("tune", part, name)]))
         params = dict(zip(df["row"], df["row_params"].map(json.loads)))
-        mean = _means(df)
-        cells = [(acc, i, value, row) for i, (row, r) in enumerate(mean.iterrows())
-                 for value, acc in r.items() if acc == acc]
-        cells.sort(key=lambda c: (-c[0], c[1], c[2]))
-        out["methods"][name] = [{"lr": value, "params": {key: params[row[1]].get(key, vals[0]) for key, vals in grid.items()},
-                                 "score": float(acc)} for acc, _, value, row in cells[:k]]
+        cells = next(iter(ranked_cells(grid_means(df)).values()), [])  # one method per screen experiment
+        out["methods"][name] = [{"lr": value, "params": {key: params[row].get(key, vals[0]) for key, vals in grid.items()},
+                                 "score": float(acc)} for row, value, acc in cells[:k]]
     return out
 
 
@@ -153,13 +150,8 @@ def ensure_screen(study, data_root: str) -> dict:
 
 def continuation_experiments(study) -> dict[str, list[tuple[str, dict]]]:
     """{partition: [(run id, labels)]} of the continuation runs, registered in `study` once the screen is known."""
-    if study.screen is None:
-        raise ConfigError("leaderboard: the screen's cells are unknown here; build through Snakemake or fedflat.build")
-    screen = study.screen()
-    key = json.dumps(screen, sort_keys=True)
-    if study.final_cache.get("screen_key") != key:
-        study.final_cache.update(screen_key=key, screen=screen, conts=_register(study, "cont", screen=screen))
-    return study.final_cache["conts"]
+    return _checkpoint(study, "screen", study.screen, "the screen's cells",
+                       lambda screen: _register(study, "cont", screen=screen))
 
 
 def choice_inputs(study) -> list[str]:
@@ -197,23 +189,34 @@ def _register(study, stage: str, chosen: dict | None = None, fallback: dict | No
     return out
 
 
+def _checkpoint(study, stage: str, getter, what: str, register) -> dict:
+    """The runs a checkpoint's value selects, registered once per value: `getter` reads the checkpoint
+    (study.screen, .choice or .fallback; None where nothing can), `register(value)` expands and registers the
+    stage's experiments. The value stays in study.final_cache[stage] for the table kinds."""
+    if getter is None:
+        raise ConfigError(f"leaderboard: {what} is unknown here; build through Snakemake or fedflat.build")
+    value = getter()
+    key = json.dumps(value, sort_keys=True)
+    if study.final_cache.get(f"{stage}_key") != key:
+        study.final_cache.update({f"{stage}_key": key, stage: value, f"{stage}_runs": register(value)})
+    return study.final_cache[f"{stage}_runs"]
+
+
+def _final_stages(study, chosen: dict) -> dict:
+    return {"final": _register(study, "final", chosen),
+            "ablation": _register(study, "ablation", chosen) if continuation_on(study) else {}}
+
+
 def final_experiments(study) -> dict[str, list[tuple[str, dict]]]:
     """{partition: [(run id, labels)]} of the final runs, registered in `study` (runs, partitions, experiments)."""
-    if study.choice is None:
-        raise ConfigError("leaderboard: the tuning choice is unknown here; build through Snakemake or fedflat.build")
-    chosen = study.choice()
-    key = json.dumps(chosen, sort_keys=True)
-    if study.final_cache.get("key") != key:
-        study.final_cache.clear()
-        study.final_cache.update(key=key, finals=_register(study, "final", chosen), chosen=chosen,
-                                 ablations=_register(study, "ablation", chosen) if continuation_on(study) else {})
-    return study.final_cache["finals"]
+    return _checkpoint(study, "chosen", study.choice, "the tuning choice",
+                       lambda chosen: _final_stages(study, chosen))["final"]
 
 
 def ablation_experiments(study) -> dict[str, list[tuple[str, dict]]]:
     """{partition: [(run id, labels)]} of the rho = 0 ablations of the picks ({} without the continuation)."""
     final_experiments(study)
-    return study.final_cache["ablations"]
+    return study.final_cache["chosen_runs"]["ablation"]
 
 
 def fallback_on(study) -> bool:
@@ -264,15 +267,8 @@ def fallback_experiments(study) -> dict[str, list[tuple[str, dict]]]:
     if not fallback_on(study):
         return {}
     final_experiments(study)
-    if study.fallback is None:
-        raise ConfigError("leaderboard: the divergence fallback is unknown here; build through Snakemake or "
-                          "fedflat.build")
-    fb = study.fallback()
-    key = json.dumps(fb, sort_keys=True)
-    if study.final_cache.get("fallback_key") != key:
-        study.final_cache.update(fallback_key=key, fallback=fb,
-                                 fallbacks=_register(study, "fallback", study.final_cache["chosen"], fb))
-    return study.final_cache["fallbacks"]
+    return _checkpoint(study, "fallback", study.fallback, "the divergence fallback",
+                       lambda fb: _register(study, "fallback", study.final_cache["chosen"], fb))
 
 
 def register_known_stages(study) -> None:
