@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import torch.nn.functional as F
 
-from .base import ConfigError, Param, RoundResult, ServerOpt, ServerState
+from .base import ConfigError, Param, RoundResult, ServerState
 from .corrections import CORRECTIONS, _need
 from .losses import LossTerm, logits_at
-from .servers import SERVERS
+from .servers import SERVERS, DriftCorrectedMean
 
 EMA = "gmt_e"
 GMT_AGG = Param("active", "dual aggregation: active (paper, D_i of the sampled clients sent up) or all "
@@ -55,28 +55,19 @@ class GMTCorrection(LossTerm):
 
 
 @SERVERS.register("gmt")
-class GMTServer(ServerOpt):
-    """θ from the dual-corrected models (module docstring), then the trajectory e ← αe + (1−α)θ."""
+class GMTServer(DriftCorrectedMean):
+    """θ from the dual-corrected models (FedDC's aggregation, module docstring), then the trajectory
+    e ← αe + (1−α)θ."""
 
     name = "gmt"
     params = {"gmt_alpha": Param(0.95, "EMA coefficient α of the trajectory", low=0.0, high=1.0, high_open=True),
               "gmt_agg": GMT_AGG}
+    agg_param, up_key, state_key, partner = "gmt_agg", "gmt_d", "gmt_H", "gmt"
 
     def init_server(self, srv: ServerState) -> None:
         srv.state.setdefault(EMA, srv.theta.clone())
-        if self.gmt_agg == "all":
-            srv.state.setdefault("gmt_H", srv.zeros())
-
-    def server_update(self, srv, rnd):
-        if self.gmt_agg == "all":  # (1/N)Σ_all D_j grows by (1/N)Σ_S Δ_i
-            for c in rnd.clients:
-                srv.state["gmt_H"].add_(c.delta, alpha=1.0 / srv.num_clients)
+        super().init_server(srv)
 
     def apply(self, srv: ServerState, rnd: RoundResult) -> None:
-        if self.gmt_agg == "active":
-            if "gmt_d" not in rnd.clients[0].up:
-                raise ConfigError("algorithm: the 'gmt' server needs the 'gmt' correction (uplink 'gmt_d')")
-            srv.theta.copy_(rnd.mean(lambda c: c.end + c.up["gmt_d"]))
-        else:
-            srv.theta.copy_(rnd.mean(lambda c: c.end) + srv.state["gmt_H"])
+        super().apply(srv, rnd)
         srv.state[EMA].mul_(self.gmt_alpha).add_(srv.theta, alpha=1.0 - self.gmt_alpha)

@@ -155,29 +155,42 @@ class NovaServer(ServerOpt):
         srv.theta.add_(rnd.mean(lambda c: c.delta / a[c.cid]), alpha=self.server_lr * tau_eff)
 
 
+class DriftCorrectedMean(ServerOpt):
+    """The mean of the clients' drift-corrected models (FedDC Alg. 1; FedGMT's dual aggregation):
+    agg=active: θ ← mean_S (w_i + h_i), h_i sent up by the partner correction;
+    agg=all:    θ ← mean_S w_i + H, H = (1/N)Σ_all h_i kept here as H ← H + (1/N)Σ_S Δ_i.
+    A subclass names its switch (`agg_param`), the uplink key of h_i, its state key and its partner part."""
+
+    agg_param = up_key = state_key = partner = ""
+
+    @property
+    def agg(self) -> str:
+        return getattr(self, self.agg_param)
+
+    def init_server(self, srv):
+        if self.agg == "all":
+            srv.state.setdefault(self.state_key, srv.zeros())
+
+    def server_update(self, srv, rnd):
+        if self.agg == "all":
+            for c in rnd.clients:
+                srv.state[self.state_key].add_(c.delta, alpha=1.0 / srv.num_clients)
+
+    def apply(self, srv: ServerState, rnd: RoundResult) -> None:
+        if self.agg == "active":
+            if self.up_key not in rnd.clients[0].up:
+                raise ConfigError(f"algorithm: the '{self.name}' server needs the '{self.partner}' correction "
+                                  f"(uplink '{self.up_key}')")
+            srv.theta.copy_(rnd.mean(lambda c: c.end + c.up[self.up_key]))
+        else:
+            srv.theta.copy_(rnd.mean(lambda c: c.end) + srv.state[self.state_key])
+
+
 @SERVERS.register("feddc")
-class FedDCServer(ServerOpt):
-    """FedDC (Gao et al. 2022, Alg. 1): the server averages the drift-corrected local models.
-    feddc_agg=active: θ ← mean_S (w_i + h_i)  (h_i sent up by the `feddc` correction);
-    feddc_agg=all:    θ ← mean_S w_i + H, H = (1/N)Σ_all h_i kept here as H ← H + (1/N)Σ_S Δ_i."""
+class FedDCServer(DriftCorrectedMean):
+    """FedDC (Gao et al. 2022, Alg. 1): the server averages the drift-corrected local models."""
 
     name = "feddc"
     params = {"feddc_agg": FEDDC_AGG}
     shares = ("feddc_agg",)  # the `feddc` correction sends h_i up exactly when this server averages it
-
-    def init_server(self, srv):
-        if self.feddc_agg == "all":
-            srv.state.setdefault("dc_H", srv.zeros())
-
-    def server_update(self, srv, rnd):
-        if self.feddc_agg == "all":
-            for c in rnd.clients:
-                srv.state["dc_H"].add_(c.delta, alpha=1.0 / srv.num_clients)
-
-    def apply(self, srv: ServerState, rnd: RoundResult) -> None:
-        if self.feddc_agg == "active":
-            if "dc_h" not in rnd.clients[0].up:
-                raise ConfigError("algorithm: the 'feddc' server needs the 'feddc' correction")
-            srv.theta.copy_(rnd.mean(lambda c: c.end + c.up["dc_h"]))
-        else:
-            srv.theta.copy_(rnd.mean(lambda c: c.end) + srv.state["dc_H"])
+    agg_param, up_key, state_key, partner = "feddc_agg", "dc_h", "dc_H", "feddc"
