@@ -16,20 +16,11 @@ COLUMNS = (
     "grad_evals_per_step", "wall_time_s", "peak_rss_mb", "backend", "fedflat", "git_commit", "torch",
 )
 
-# What the test split of each data set is: every number measured on it says so (the README's data rule).
-PROVENANCE = {
-    "fmnist": "Fashion-MNIST, official training set only: train = images 0-49,999, test = images 50,000-59,999 "
-              "(held out of training; the official test file is not available offline)",
-    "mnist": "MNIST, official 60,000 / 10,000 split",
-    "digits": "scikit-learn digits (8x8), a stand-in at tiny scale",
-}
-
-
 def provenance(dataset: str, eval_split: str) -> str:
-    base = PROVENANCE.get(dataset.split("_as_")[0], PROVENANCE.get(dataset, f"{dataset}: its official split"))
-    if dataset.startswith("digits"):
-        base = PROVENANCE["digits"] + f" ({dataset})"
-    return base + ("; scored on the validation split carved from the training clients" if eval_split == "validation" else "")
+    from ..data.provenance import provenance as test_split
+
+    return test_split(dataset) + ("; scored on the validation split carved from the training clients"
+                                  if eval_split == "validation" else "")
 
 
 def _num(x) -> float:

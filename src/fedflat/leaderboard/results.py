@@ -13,12 +13,6 @@ from ..util.stats import tie_bands
 from .stats import cost_to_reach, ranks
 
 REACH = 0.99  # cost to reach = cost until the run first reaches 99 % of its own final (last-10 %) accuracy
-PROVENANCE = {
-    "fmnist": ("Fashion-MNIST as shipped offline (shared/data/real_data.py): training split = the first 50,000 images "
-               "of the official training set; test split = its last 10,000 images, held out from the training set "
-               "(the official test file is not available offline)"),
-    "cifar10": "CIFAR-10: the official 50,000 training / 10,000 test images",
-}
 
 
 def partition_title(p: str) -> str:

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..data.provenance import provenance
 from ..papers.kinds_tuning import setting_text
 from ..util.io import write_text
 from .flatness import MEASURES, flatness_correlations, value_text
-from .results import PROVENANCE, REACH, leaderboard_frame, load_runs, partition_title
+from .results import REACH, leaderboard_frame, load_runs, partition_title
 
 
 def _num(v, fmt="{:.3g}") -> str:
@@ -19,7 +20,7 @@ def _num(v, fmt="{:.3g}") -> str:
 
 def protocol_text(m: dict) -> str:
     p, tr, tu = m["protocol"], m["protocol"]["training"], m["protocol"]["tuning"]
-    prov = PROVENANCE.get(p["dataset"], f"{p['dataset']}: the data set's own test split")
+    prov = provenance(p["dataset"])
     scale = "" if p["scale"] == "paper" else f" Scale: {p['scale']} ({p['scale_note']})."
     return (f"Data: {prov}. Model: {p['model']}. {tr['num_clients']} clients, {100 * tr['participation']:g} % "
             f"participation, {tr['rounds']} rounds, {tr['local_steps']} local steps of batch {tr['batch_size']} for "
