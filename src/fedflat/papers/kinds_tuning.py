@@ -103,7 +103,7 @@ class GridSearchTable:
         render_grid(m, Path(out_base))
 
 
-def _scores(m: dict):
+def grid_scores(m: dict):
     """One row per run: method, its other varying hyperparameters (row), the value of `param`, the criterion."""
     import pandas as pd
 
@@ -120,33 +120,37 @@ def _scores(m: dict):
     return pd.DataFrame(rows)
 
 
-def _means(df):
+def grid_means(df):
     """(method, row) x value: the criterion's mean over seeds, columns in increasing value, rows in grid order."""
     table = df.groupby(["method", "row", "value"], sort=False)["acc"].mean().unstack("value")
     return table[sorted(table.columns)]
 
 
-def _choose(mean, below: dict | None = None) -> dict:
-    """Per method, the (row, value, mean) cell with the highest mean; ties: the earlier row, then the smaller value.
-    None where every cell of the method diverged. `below`: {method: v} keeps that method's cells with value < v."""
-    chosen: dict = {}
+def ranked_cells(mean, below: dict | None = None) -> dict[str, list[tuple]]:
+    """Per method, its completed (row, value, mean) cells, best first; ties: the earlier row, then the smaller
+    value. `below`: {method: v} keeps that method's cells with value < v. A diverged cell (NaN) is never listed."""
     below = below or {}
-    for (method, row), r in mean.iterrows():
-        chosen.setdefault(method, None)
+    out: dict[str, list] = {}
+    for i, ((method, row), r) in enumerate(mean.iterrows()):
+        cells = out.setdefault(method, [])
         for value, acc in r.items():
-            if method in below and not value < below[method]:
-                continue
-            if acc == acc and (chosen[method] is None or acc > chosen[method][2]):
-                chosen[method] = (row, value, acc)
-    return chosen
+            if acc == acc and not (method in below and not value < below[method]):
+                cells.append((i, row, value, acc))
+    return {m: [(row, value, acc) for _, row, value, acc in sorted(c, key=lambda c: (-c[3], c[0], c[2]))]
+            for m, c in out.items()}
+
+
+def _choose(mean, below: dict | None = None) -> dict:
+    """Per method, the best (row, value, mean) cell (ranked_cells' first), None where every cell diverged."""
+    return {m: (cells[0] if cells else None) for m, cells in ranked_cells(mean, below).items()}
 
 
 def grid_choice(m: dict, below: dict | None = None) -> dict:
     """{method: {value, row (the other hyperparameters), preset, score (%)} or None where every cell diverged};
     `below` ({method: v}) restricts a method to its cells with value < v (the leaderboard's divergence fallback)."""
-    df = _scores(m)
+    df = grid_scores(m)
     out = {}
-    for method, best in _choose(_means(df), below).items():
+    for method, best in _choose(grid_means(df), below).items():
         if best is None:
             out[method] = None
             continue
@@ -175,8 +179,8 @@ def grid_edges(df, method: str, param: str, value, row: str) -> list[str]:
 
 
 def render_grid(m: dict, out_base: Path):
-    df = _scores(m)
-    mean = _means(df)
+    df = grid_scores(m)
+    mean = grid_means(df)
     best = _choose(mean)
     joint = (df["row"] != "").any()  # a joint grid: one row per combination of the other hyperparameters
     table = mean.map(lambda v: "diverged" if v != v else f"{v:.2f}")
