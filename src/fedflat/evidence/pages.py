@@ -68,7 +68,7 @@ def render_all(ctx: Context | None = None) -> dict[str, str]:
     for path, blocks in PAGES.items():
         text = (ctx.root / path).read_text()
         out[path] = replace(text, {name: f(ctx) for name, f in blocks.items()}, where=path)
-    out[ATLAS] = render_atlas(ctx.root / "config/papers", ctx.root / ctx.evidence_root, ctx.root / ctx.figures_root)
+    out[ATLAS] = render_atlas(rows=ctx.atlas)  # the catalogs are read once per render
     return out
 
 
