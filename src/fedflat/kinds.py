@@ -4,7 +4,9 @@ A kind declares
   inputs(study, name, spec) -> list of files the output depends on (Snakemake inputs)
   manifest(study, name, spec) -> JSON-able dict handed to render
   render(manifest, outs) -> writes every path in outs (tables: base path without suffix)
-and optionally check(study, name, spec) to validate its config entry (raise ConfigError).
+and optionally check(study, name, spec) to validate its config entry (raise ConfigError), and (tables)
+cells(study, name, spec) -> iterable of (row, column, run id): the runs behind each cell, which the committed
+evidence records (cells.csv) and `python -m fedflat.evidence trace` reads.
 Register with @FIGURE_KINDS.register("name") on a class with these as staticmethods, in a module that the
 composition root (fedflat.plugins) imports. The registries sit in the bottom layer so that the study parser
 and every package that adds kinds (report, analysis, papers, leaderboard) can reach them without an upward

@@ -129,6 +129,13 @@ class LeaderboardTable(_Kind):
     hessian = True
 
     @staticmethod
+    def cells(study, name, spec):
+        """Rows are methods, columns partitions: the final runs (registered once the choice is known)."""
+        for part, entries in _stages(study)["final"].items() if study.choice is not None else ():
+            for rid, lab in entries:
+                yield lab["algorithm"], study.runs[rid].partition, rid
+
+    @staticmethod
     def render(m, out_base):
         from .table import render_leaderboard
 

@@ -136,6 +136,15 @@ def table_cells(study, name: str, spec: dict):
 @TABLE_KINDS.register("paper_table")
 class PaperTable:
     @staticmethod
+    def cells(study, name, spec):
+        rows, cols, grid = _cells(study, name, spec)
+        for r, line in zip(rows, grid):
+            for c, cell in zip(cols, line):
+                column = " / ".join(x for x in (c["group"], c["metric"]) if x)
+                for rid, _ in cell:
+                    yield r["label"], column, rid
+
+    @staticmethod
     def check(study, name, spec):
         from .published import parse_published
 

@@ -47,6 +47,16 @@ def _varying(runs: list, param: str) -> list[str]:
 @TABLE_KINDS.register("grid_search")
 class GridSearchTable:
     @staticmethod
+    def cells(study, name, spec):
+        """Rows as the table shows them (method and its other varying hyperparameters), columns `param=value`."""
+        m = GridSearchTable.manifest(study, name, spec)
+        rids = [rid for e in spec["experiments"] for rid, _ in study.experiments[e]]
+        for en, rid in zip(m["entries"], rids):
+            row = " ".join(x for x in (en["method"], setting_text(en["row"])) if x)
+            value = en["value"]
+            yield row, f"{m['param']}={value:g}" if isinstance(value, (int, float)) else f"{m['param']}={value}", rid
+
+    @staticmethod
     def check(study, name, spec):
         key = f"tables.{name}"
         exps = spec.get("experiments")

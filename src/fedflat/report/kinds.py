@@ -10,6 +10,11 @@ from ..kinds import FIGURE_KINDS, TABLE_KINDS, run_entries, run_files
 @TABLE_KINDS.register("accuracy")
 class AccuracyTable:
     @staticmethod
+    def cells(study, name, spec):
+        for rid, lab in study.experiments[spec["experiment"]]:
+            yield lab["algorithm"], study.runs[rid].partition, rid
+
+    @staticmethod
     def inputs(study, name, spec):
         return run_files(study, spec["experiment"])
 
