@@ -20,13 +20,14 @@ from .fl.hooks import ROUND_HOOKS
 from .kinds import FIGURE_KINDS, TABLE_KINDS
 from .models import MODELS
 from .registry import Registry
+from .recorded import SUMMARY, covers, read_outcome
 from .run_paths import run_dir
 from .scale import apply_scale, check_methods_act, check_scaled, experiment_targets
 from .spec import RunSpec, check_training
 
 TOP_KEYS = {"study", "data_root", "download", "device", "threads_per_job", "training", "algorithm_params", "uplink",
             "model_params", "experiments", "tables", "figures", "tables_dir", "figures_dir", "scale", "analysis",
-            "resources"}
+            "resources", "reuse_evidence"}
 EXPERIMENT_KEYS = {"datasets", "models", "partitions", "algorithms", "seeds", "training", "description",
                    "analysis", "uplink", "missing_classes"}
 
@@ -80,6 +81,21 @@ class Study:
 
     def run_dir(self, run_id: str) -> str:
         return run_dir(run_id)
+
+    @property
+    def reuse_evidence(self) -> bool:
+        """Whether a run recorded in the committed evidence counts as done (fedflat.recorded)."""
+        return self.config.get("reuse_evidence", True)
+
+    def outcome(self, run_id: str) -> dict:
+        """The run's summary.json, or its committed record where the directory is gone (fedflat.recorded)."""
+        return read_outcome(self.run_dir(run_id), run_id, self.reuse_evidence)
+
+    def outcome_inputs(self, run_ids, needs: tuple[str, ...] = ()) -> list[str]:
+        """The summary.json of each run that a selection reads and the committed evidence does not already hold
+        (with every key of `needs` measured): what the workflow must still run."""
+        return [f"{self.run_dir(r)}/{SUMMARY}" for r in run_ids
+                if not (self.reuse_evidence and covers(r, needs))]
 
     def partition_path(self, pid: str) -> str:
         return f"results/partitions/{pid}.npz"
@@ -173,6 +189,8 @@ def _expand(config: dict, targets: bool = True) -> Study:
     unknown = sorted(set(config) - TOP_KEYS)
     if unknown:
         raise ConfigError(f"config: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(TOP_KEYS))}")
+    if not isinstance(config.get("reuse_evidence", True), bool):
+        raise ConfigError(f"reuse_evidence: must be true or false; got {config['reuse_evidence']!r}")
     base_training = config.get("training") or {}
     check_training(base_training)  # name bad global keys as 'training.x'
     global_algo = config.get("algorithm_params") or {}

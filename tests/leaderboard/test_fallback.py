@@ -109,7 +109,7 @@ def test_progress_counts_each_stage_and_says_what_waits_for_a_checkpoint(study):
 
     rows = dict(progress(study))
     n_tuning = int(rows["tuning"].split(" of ")[1].split()[0])
-    assert rows["tuning"] == f"{n_tuning} of {n_tuning} runs" and n_tuning == 4 * (1 + 2 + 1)
+    assert rows["tuning"].startswith(f"{n_tuning} of {n_tuning} runs (") and n_tuning == 4 * (1 + 2 + 1)
     assert rows["final"].startswith("waits for the tuning choice") and "fallback" not in rows
     Path(choice_path(study)).parent.mkdir(parents=True, exist_ok=True)
     Path(choice_path(study)).write_text(json.dumps({"partitions": {"dir0.3": CHOSEN}}))
@@ -118,3 +118,16 @@ def test_progress_counts_each_stage_and_says_what_waits_for_a_checkpoint(study):
     assert rows["fallback"].startswith("waits for every final run")
     write_fallback(study, fallback_path(study))
     assert dict(progress(study))["fallback"] == "0 of 2 re-runs (0 diverged), 0 of 2 Hessians"
+    from fedflat.evidence.export import export_study
+    import shutil
+
+    export_study(study)  # a new machine: the final runs' directories are gone, their records are committed
+    shutil.rmtree(study.run_dir(_entries_of_final(study)[0]))
+    rows = dict(progress(study))
+    assert rows["final"] == "18 of 18 runs (2 diverged, 1 read from the committed evidence), 18 of 18 Hessians"
+
+
+def _entries_of_final(study):
+    from fedflat.leaderboard.flow import final_experiments
+
+    return sorted(rid for entries in final_experiments(study).values() for rid, _ in entries)

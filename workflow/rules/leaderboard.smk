@@ -5,8 +5,16 @@
 # adds the re-runs of methods that diverged (src/fedflat/leaderboard/flow.py). Inert for every other study.
 if STUDY.leaderboard is not None:
     from fedflat.leaderboard.flow import (choice_inputs as _lb_choice_inputs, choice_path as _lb_choice_path,
+                                          evidence_gaps as _lb_evidence_gaps,
                                           fallback_path as _lb_fallback_path, final_inputs as _lb_final_inputs,
                                           screen_path as _lb_screen_path, tuning_inputs as _lb_tuning_inputs)
+
+    # `snakemake leaderboard_runs`: only the runs the committed evidence lacks (a session's share of the work;
+    # export its evidence before the machine goes). The table and figures still read run directories.
+    rule leaderboard_runs:
+        localrule: True
+        input:
+            lambda wc: _lb_evidence_gaps(STUDY),
 
     checkpoint leaderboard_screen:
         localrule: True

@@ -13,10 +13,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from ..recorded import EVIDENCE_ROOT as EVIDENCE
 from .cells import table_cells
 from .records import COLUMNS, run_record
 
-EVIDENCE = Path("results/evidence")
 FIGURES = Path("figures/evidence")
 
 

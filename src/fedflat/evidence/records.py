@@ -45,6 +45,11 @@ def _metrics_tail(path: Path) -> tuple[float, int | None]:
     return flat, (int(bad["round"].iloc[0]) if len(bad) else None)
 
 
+def _pct(x) -> float:
+    """summary.json's fraction as a percentage; NaN where it holds none."""
+    return 100 * _num(x)
+
+
 def _peak_rss(path: Path) -> float:
     if not path.exists():
         return float("nan")
@@ -78,8 +83,8 @@ def run_record(run_dir: str | Path, spec, experiments: list[str], label: str) ->
         "eval_split": s.get("eval_split", "test"), "data": provenance(spec.dataset, s.get("eval_split", "test")),
         "status": s["status"], "rounds_completed": s.get("rounds_completed"),
         "diverged_round": None if ok else (bad_round if bad_round is not None else s.get("rounds_completed")),
-        "final_acc": 100 * s["final_acc"] if ok else float("nan"),
-        "last10_acc": 100 * s["last10_acc"] if ok else float("nan"),
+        "final_acc": _pct(s.get("final_acc")) if ok else float("nan"),
+        "last10_acc": _pct(s.get("last10_acc")) if ok else float("nan"),
         "best_acc": 100 * s["best_acc"] if s.get("best_acc") is not None else float("nan"),
         "final_loss": _num(s.get("final_test_loss")) if ok else float("nan"),
         "flatness_mean": flat if ok else float("nan"),

@@ -158,8 +158,7 @@ def choice_inputs(study) -> list[str]:
     """What the choice checkpoint reads: the continuation runs with the continuation, else the screen's."""
     if not continuation_on(study):
         return tuning_inputs(study)
-    return [f"{study.run_dir(rid)}/summary.json" for entries in continuation_experiments(study).values()
-            for rid, _ in entries]
+    return study.outcome_inputs(rid for entries in continuation_experiments(study).values() for rid, _ in entries)
 
 
 def write_choice(study, out: str | Path) -> dict:
@@ -284,3 +283,20 @@ def register_known_stages(study) -> None:
     if fallback_on(study) and Path(fallback_path(study)).exists():
         study.fallback = lambda: json.loads(Path(fallback_path(study)).read_text())
         fallback_experiments(study)
+
+
+def evidence_gaps(study) -> list[str]:
+    """Every file the leaderboard still needs that the committed evidence does not hold (fedflat.recorded): the
+    screen's and the continuation's summaries, then the final runs' summaries and Hessians and the ablations'
+    summaries. What rule `leaderboard_runs` asks for: a session runs only these, and its export
+    (`python -m fedflat.evidence export config/leaderboard.yaml`) lets the next one go on from there. Each
+    stage after the screen joins once its checkpoint has been written, as for the table."""
+    files = list(tuning_inputs(study))
+    if continuation_on(study):
+        files += choice_inputs(study)
+    finals = [rid for entries in final_experiments(study).values() for rid, _ in entries]
+    for summary in study.outcome_inputs(finals, needs=("lambda_max",)):
+        files += [summary, f"{Path(summary).parent}/hessian.json"]
+    if continuation_on(study):
+        files += study.outcome_inputs(rid for entries in ablation_experiments(study).values() for rid, _ in entries)
+    return list(dict.fromkeys(files))

@@ -1,49 +1,69 @@
-"""Where a running leaderboard stands, stage by stage, from the files on disk (`python -m fedflat.leaderboard
---progress`). Snakemake's own "k of n steps" cannot say it: the final runs and the fallback re-runs join its
-DAG only when the checkpoints before them have been written."""
+"""Where a running leaderboard stands, stage by stage, from the files on disk and the committed evidence
+(`python -m fedflat.leaderboard --progress`). Snakemake's own "k of n steps" cannot say it: each stage after the
+first joins its DAG only when the checkpoint before it has been written, and a run recorded in the committed
+evidence (fedflat.recorded) is not scheduled at all."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from .flow import choice_path, fallback_on, fallback_path, tuning_inputs
+from ..recorded import recorded
+from .flow import choice_path, continuation_on, fallback_on, fallback_path, screen_path
 
 
-def _count(study, runs: dict) -> dict:
-    """Done, diverged and Hessian-done counts of {partition: [(run id, labels)]}."""
-    out = {"runs": 0, "done": 0, "diverged": 0, "hessians": 0}
-    for entries in runs.values():
-        for rid, _ in entries:
-            d = Path(study.run_dir(rid))
-            out["runs"] += 1
-            if (d / "summary.json").exists():
-                out["done"] += 1
-                out["diverged"] += json.loads((d / "summary.json").read_text())["status"] != "completed"
-            out["hessians"] += (d / "hessian.json").exists()
+def _count(study, runs) -> dict:
+    """Done (on disk or recorded), recorded, diverged and Hessian-done counts of [(run id, labels)]."""
+    out = {"runs": 0, "done": 0, "recorded": 0, "diverged": 0, "hessians": 0}
+    for rid, _ in runs:
+        d = Path(study.run_dir(rid))
+        rec = recorded(rid) if study.reuse_evidence else None
+        out["runs"] += 1
+        s = json.loads((d / "summary.json").read_text()) if (d / "summary.json").exists() else rec
+        if s is not None:
+            out["done"] += 1
+            out["recorded"] += not (d / "summary.json").exists()
+            out["diverged"] += s["status"] != "completed"
+        out["hessians"] += (d / "hessian.json").exists() or (rec is not None and rec["lambda_max"] is not None)
     return out
+
+
+def _state(c: dict, what: str = "runs", hessians: bool = False) -> str:
+    s = f"{c['done']} of {c['runs']} {what} ({c['diverged']} diverged"
+    s += f", {c['recorded']} read from the committed evidence)" if c["recorded"] else ")"
+    return s + (f", {c['hessians']} of {c['runs']} Hessians" if hessians else "")
+
+
+def _entries(stage_runs: dict) -> list:
+    return [e for entries in stage_runs.values() for e in entries]
 
 
 def progress(study) -> list[tuple[str, str]]:
     """[(stage, state)]: what is done and what is still unknown because its checkpoint has not run."""
-    from .flow import fallback_experiments, final_experiments
+    from .flow import ablation_experiments, continuation_experiments, fallback_experiments, final_experiments
+    from .protocol import TUNING_TABLE
 
-    tuning = [Path(f) for f in tuning_inputs(study)]
-    rows = [("tuning", f"{sum(f.exists() for f in tuning)} of {len(tuning)} runs")]
+    spec = study.tables[TUNING_TABLE]
+    tuning = [(rid, lab) for e in spec["experiments"] for rid, lab in study.experiments[e]]
+    first = "screen" if continuation_on(study) else "tuning"
+    rows = [(first, _state(_count(study, tuning)))]
+    if continuation_on(study):
+        if not Path(screen_path(study)).exists():
+            return rows + [("continuation", "waits for the screen (checkpoint leaderboard_screen)")]
+        study.screen = lambda: json.loads(Path(screen_path(study)).read_text())
+        rows.append(("continuation", _state(_count(study, _entries(continuation_experiments(study))))))
     if not Path(choice_path(study)).exists():
         return rows + [("final", "waits for the tuning choice (checkpoint leaderboard_choice)")]
     study.choice = lambda: json.loads(Path(choice_path(study)).read_text())
-    c = _count(study, final_experiments(study))
-    rows.append(("final", f"{c['done']} of {c['runs']} runs ({c['diverged']} diverged), "
-                          f"{c['hessians']} of {c['runs']} Hessians"))
+    rows.append(("final", _state(_count(study, _entries(final_experiments(study))), hessians=True)))
+    if continuation_on(study):
+        rows.append(("ablation", _state(_count(study, _entries(ablation_experiments(study))))))
     if not fallback_on(study):
         return rows
     if not Path(fallback_path(study)).exists():
         return rows + [("fallback", "waits for every final run (checkpoint leaderboard_fallback)")]
     study.fallback = lambda: json.loads(Path(fallback_path(study)).read_text())
-    f = _count(study, fallback_experiments(study))
-    return rows + [("fallback", f"{f['done']} of {f['runs']} re-runs ({f['diverged']} diverged), "
-                                f"{f['hessians']} of {f['runs']} Hessians")]
+    return rows + [("fallback", _state(_count(study, _entries(fallback_experiments(study))), "re-runs", True))]
 
 
 def render(rows: list[tuple[str, str]]) -> str:
-    return "\n".join(f"{stage:9s} {state}" for stage, state in rows)
+    return "\n".join(f"{stage:12s} {state}" for stage, state in rows)

@@ -30,7 +30,7 @@ from __future__ import annotations
 from ..errors import ConfigError, choice_error
 from ..kinds import FIGURE_KINDS, TABLE_KINDS
 from ..report.select import experiment_of, figure_runs, normalise_select, select_runs, target_caption
-from .stats import check_metric
+from .stats import SUMMARY_METRICS, check_metric
 
 # --------------------------------------------------------------------------------------------
 # selection
@@ -166,8 +166,11 @@ class PaperTable:
     def inputs(study, name, spec):
         _, _, grid = _cells(study, name, spec)
         rids = dict.fromkeys(rid for line in grid for cell in line for rid, _ in cell)
-        out = [f"{study.run_dir(r)}/{f}" for r in rids for f in ("summary.json", "metrics.csv")]
         cols = _columns(name, spec)
+        if all(c["metric"] in SUMMARY_METRICS for c in cols):  # a committed record holds all a cell reads
+            out = study.outcome_inputs(rids)
+        else:
+            out = [f"{study.run_dir(r)}/{f}" for r in rids for f in ("summary.json", "metrics.csv")]
         for line in grid:
             for c, cell in zip(cols, line):
                 if c["metric"].startswith("file:"):

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, choice_error
 from ..kinds import TABLE_KINDS
+from ..recorded import read_outcome
 from ..util.io import write_text
 
 METRICS = ("final_acc", "last10_acc")
@@ -87,7 +88,7 @@ class GridSearchTable:
 
     @staticmethod
     def inputs(study, name, spec):
-        return [f"{study.run_dir(rid)}/summary.json" for e in spec["experiments"] for rid, _ in study.experiments[e]]
+        return study.outcome_inputs(rid for e in spec["experiments"] for rid, _ in study.experiments[e])
 
     @staticmethod
     def manifest(study, name, spec):
@@ -104,7 +105,7 @@ class GridSearchTable:
             method = PRESETS.get(run.algorithm).label
             entries.append({"method": method, "value": _value(run, spec["param"]), "preset": run.algorithm,
                             "row": {k: run.hparams[k] for k in rows[method]}, "seed": lab["seed"],
-                            "dir": study.run_dir(rid)})
+                            "dir": study.run_dir(rid), "run": rid})
         return {"title": spec.get("title", name), "param": spec["param"], "metric": spec.get("metric", "last10_acc"),
                 "note": spec.get("note", ""), "entries": entries}
 
@@ -119,7 +120,7 @@ def grid_scores(m: dict):
 
     rows = []
     for e in m["entries"]:
-        s = json.loads((Path(e["dir"]) / "summary.json").read_text())
+        s = read_outcome(e["dir"], e.get("run"))
         if s.get("eval_split") != "validation":
             raise ConfigError(f"{e['dir']}: evaluated on {s.get('eval_split', 'test')!r}, not on a validation split")
         acc = s.get(m["metric"])

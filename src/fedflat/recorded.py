@@ -1,0 +1,103 @@
+"""Runs whose outcome is committed evidence, read back instead of re-run.
+
+Run directories stay out of git, so a fresh machine starts with none, while the committed records
+(results/evidence/<study>/runs.csv, written by fedflat.evidence) keep what every earlier run measured. A run id
+is a function of all of a run's settings (spec.RunSpec.run_id), so the record with a run's id is that run's
+outcome: a selection stage (a tuning grid, the leaderboard's screen and continuation) reads it as it reads the
+run's summary.json, and the workflow does not schedule the run again. A study turns this off with
+`reuse_evidence: false` (`snakemake --config reuse_evidence=false`), which re-runs every run whose directory is
+missing. What a record cannot give back (the per-round curve, the model) still needs the run directory.
+
+The record also says which commit made the run (git_commit): a run id covers the settings, not the code, as a
+run directory's does.
+"""
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+EVIDENCE_ROOT = Path("results/evidence")
+SUMMARY = "summary.json"
+
+_cache: dict[tuple, dict[str, dict]] = {}
+
+
+def _files(root: Path) -> list[Path]:
+    return sorted(Path(root).glob("*/runs.csv"))
+
+
+def records(root: Path | str = EVIDENCE_ROOT) -> dict[str, dict]:
+    """{run id: its committed record (the runs.csv row, strings)} over every study's evidence under `root`; a run
+    recorded by two studies keeps the record of the later file in name order (the two are the same run)."""
+    files = _files(Path(root))
+    key = tuple((str(f), f.stat().st_mtime_ns) for f in files)
+    if key not in _cache:
+        out: dict[str, dict] = {}
+        for f in files:
+            with f.open(newline="") as fh:
+                for row in csv.DictReader(fh):
+                    out[row["run_id"]] = {**row, "evidence": f.parent.name}
+        _cache.clear()
+        _cache[key] = out
+    return _cache[key]
+
+
+def _fraction(x: str) -> float | None:
+    """A record's accuracy (%, '' where the run diverged) as summary.json holds it (a fraction, None)."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v / 100 if math.isfinite(v) else None
+
+
+def _number(x: str) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def outcome_of_record(row: dict) -> dict:
+    """The summary.json keys a selection reads, from a committed record, and where they came from."""
+    ok = row["status"] == "completed"
+    rounds = _number(row.get("rounds_completed", ""))
+    return {"status": row["status"], "eval_split": row.get("eval_split") or "test",
+            "final_acc": _fraction(row["final_acc"]) if ok else None,
+            "last10_acc": _fraction(row["last10_acc"]) if ok else None,
+            "best_acc": _fraction(row.get("best_acc", "")),
+            "final_test_loss": _number(row.get("final_loss", "")) if ok else None,
+            "rounds_completed": None if rounds is None else int(rounds),
+            "lambda_max": _number(row.get("lambda_max", "")), "trace": _number(row.get("trace", "")),
+            "source": f"evidence:{row['evidence']}@{row.get('git_commit') or 'unknown commit'}"}
+
+
+def recorded(run_id: str, root: Path | str = EVIDENCE_ROOT) -> dict | None:
+    """The committed outcome of a run (outcome_of_record), None where no study's evidence holds it."""
+    row = records(root).get(run_id)
+    return None if row is None else outcome_of_record(row)
+
+
+def covers(run_id: str, needs: tuple[str, ...] = (), root: Path | str = EVIDENCE_ROOT) -> bool:
+    """Whether the evidence holds this run with every key of `needs` measured (e.g. ('lambda_max',) for a run
+    whose Hessian the study reads)."""
+    out = recorded(run_id, root)
+    return out is not None and all(out.get(k) is not None for k in needs)
+
+
+def read_outcome(run_dir: str | Path, run_id: str | None, reuse: bool = True,
+                 root: Path | str = EVIDENCE_ROOT) -> dict:
+    """A run's summary.json where its directory has one, else (with `reuse`) its committed record; a clear error
+    naming the file where neither exists."""
+    import json
+
+    path = Path(run_dir) / SUMMARY
+    if path.exists():
+        return json.loads(path.read_text())
+    out = recorded(run_id, root) if (reuse and run_id) else None
+    if out is None:
+        raise FileNotFoundError(f"{path}: missing, and no committed evidence records run {run_id!r}; "
+                                f"run it first (snakemake {path})")
+    return out
