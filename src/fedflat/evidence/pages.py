@@ -14,6 +14,7 @@ from typing import Callable
 
 from . import blocks_leaderboard as lb
 from . import blocks_reproduction as rep
+from . import readings
 from .export import EVIDENCE, FIGURES
 from .markers import replace
 from .store import Evidence, load
@@ -29,7 +30,8 @@ PAGES: dict[str, dict[str, Callable]] = {
                             "leaderboard-cost": lb.cost},
     "docs/reproduction.md": {"fedsynsam-summary": rep.summary,
                              **{f"fedsynsam-{t}": rep.target(t) for t in rep.TARGETS},
-                             **{f"fedsynsam-{f}": rep.figure(f) for f in rep.FIGURES}},
+                             **{f"fedsynsam-{f}": rep.figure(f) for f in rep.FIGURES},
+                             "fedsynsam-readings": readings.block},
 }
 
 

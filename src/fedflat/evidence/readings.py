@@ -1,0 +1,118 @@
+"""Stage R of FedSynSAM's second tuning protocol (issue 25): which reading of the 2x methods' second uplink
+vector the paper's numbers support, decided from the committed evidence by the rule that
+config/papers/tuning/fedsynsam_fmnist_v2.yaml fixed before its runs.
+
+Sec. VI-A says only that FedSMOO, FedGAMMA, FedLESAM-D and FedLESAM-S cost "2x" communication. Readings
+(uplink.other_vectors): compress (the literal one: the model update's compressor, no error feedback), raw (sent
+uncompressed), error_feedback (compressed, the residual carried). Rule: per method, adopt the reading whose
+validation score (last10_acc, mean over seeds 0-1) lies within 2 points of the paper's Table II (A) cell in the
+most of the four Fashion-MNIST columns; ties: compress, then raw. A cell with a diverged or missing seed is never
+within. The adoption waits until every run of the stage is recorded."""
+from __future__ import annotations
+
+import math
+import re
+
+READINGS = ("compress", "raw", "error_feedback")  # also the tie order
+COLUMNS = {"q4": "FMNIST Q4", "q8": "FMNIST Q8", "k10": "FMNIST Top-k 0.1", "k25": "FMNIST Top-k 0.25"}
+METHODS = ("FedSMOO", "FedGAMMA", "FedLESAM-D", "FedLESAM-S")
+SEEDS = (0, 1)
+TOLERANCE = 2.0
+STUDY = "fedsynsam_tuning_fmnist_v2"
+CATALOG_TABLE = "table2_A_fmnist"
+_EXPERIMENT = re.compile(r"^read_A_(q4|q8|k10|k25)_(compress|raw|error_feedback)$")
+
+
+def reading_cells(runs) -> dict[tuple[str, str, str], dict]:
+    """{(method, column key, reading): {acc: [% per completed seed], diverged: n, seeds: n}} from runs.csv rows
+    of the stage's experiments (read_A_<column>_<reading>)."""
+    out: dict[tuple[str, str, str], dict] = {}
+    for _, r in runs.iterrows():
+        for exp in str(r["experiments"]).split(";"):
+            m = _EXPERIMENT.match(exp)
+            if m is None or r["label"] not in METHODS:
+                continue
+            c = out.setdefault((r["label"], m.group(1), m.group(2)), {"acc": [], "diverged": 0, "seeds": 0})
+            c["seeds"] += 1
+            if r["status"] == "completed" and math.isfinite(float(r["last10_acc"])):
+                c["acc"].append(float(r["last10_acc"]))
+            else:
+                c["diverged"] += 1
+    return out
+
+
+def cell_mean(cell: dict | None) -> float | None:
+    """The mean over seeds of a cell whose every seed completed; None otherwise."""
+    if cell is None or cell["diverged"] or cell["seeds"] < len(SEEDS):
+        return None
+    return sum(cell["acc"]) / len(cell["acc"])
+
+
+def adopt(cells: dict, published: dict[str, list[float | None]]) -> dict[str, dict]:
+    """{method: {reading, within: {reading: n columns within TOLERANCE of the paper}}} by the stage's rule;
+    `published`: {method: [paper's mean per column, in COLUMNS order]}."""
+    out = {}
+    for method in METHODS:
+        within = {}
+        for reading in READINGS:
+            n = 0
+            for j, col in enumerate(COLUMNS):
+                ours, paper = cell_mean(cells.get((method, col, reading))), published[method][j]
+                n += ours is not None and paper is not None and abs(ours - paper) <= TOLERANCE
+            within[reading] = n
+        best = max(READINGS, key=lambda rd: (within[rd], -READINGS.index(rd)))
+        out[method] = {"reading": best, "within": within}
+    return out
+
+
+def published_cells(ctx) -> dict[str, list[float | None]]:
+    """The paper's Table II (A) Fashion-MNIST means of the 2x methods, from the FedSynSAM catalog."""
+    import yaml
+
+    from ..papers.published import parse_published
+
+    cfg = yaml.safe_load(ctx.config("papers/fedsynsam.yaml").read_text())
+    pub = cfg["tables"][CATALOG_TABLE]["published"]
+    return {m: [parse_published(v).mean for v in pub[m]] for m in METHODS}
+
+
+def _fmt(cell: dict | None) -> str:
+    if cell is None:
+        return "not run yet"
+    mean = cell_mean(cell)
+    if mean is not None:
+        return f"{mean:.2f}"
+    done = ", ".join(f"{a:.2f}" for a in cell["acc"])
+    return f"{cell['diverged']}/{cell['seeds']} seeds diverged" + (f" (completed: {done})" if done else "") \
+        if cell["diverged"] else f"{cell['seeds']} of {len(SEEDS)} seeds: {done}"
+
+
+def block(ctx) -> str:
+    """The stage's scores beside the paper's cells and, once complete, the reading adopted per method."""
+    runs = ctx.evidence(STUDY).runs()
+    cells = reading_cells(runs)
+    pub = published_cells(ctx)
+    expected = len(METHODS) * len(COLUMNS) * len(READINGS) * len(SEEDS)
+    recorded = sum(c["seeds"] for c in cells.values())
+    head = ["| method | reading | " + " | ".join(COLUMNS.values()) + " | columns within 2 points |",
+            "|---|---|" + "---|" * len(COLUMNS) + "---|"]
+    complete = recorded >= expected
+    picks = adopt(cells, pub) if complete else {}
+    lines = [f"Validation accuracy (%, last 10 % of rounds, mean over seeds {SEEDS[0]}-{SEEDS[-1]}) of the 2x "
+             f"methods under each reading of their second uplink vector, block A; the paper's test accuracy in the "
+             f"`paper` rows. Recorded runs: {recorded} of {expected} (`{STUDY}`).", ""] + head
+    for method in METHODS:
+        lines.append(f"| {method} | paper | " + " | ".join(f"{v:.2f}" for v in pub[method]) + " | |")
+        for reading in READINGS:
+            row = [_fmt(cells.get((method, c, reading))) for c in COLUMNS]
+            n = adopt(cells, pub)[method]["within"][reading]
+            mark = " **(adopted)**" if picks.get(method, {}).get("reading") == reading else ""
+            lines.append(f"| {method} | {reading}{mark} | " + " | ".join(row) + f" | {n} |")
+    lines.append("")
+    if complete:
+        lines.append("Adopted by the rule: " + "; ".join(f"{m}: `{p['reading']}` ({p['within'][p['reading']]} of "
+                                                         f"{len(COLUMNS)} columns within 2 points)"
+                                                         for m, p in picks.items()) + ".")
+    else:
+        lines.append(f"The adoption waits until all {expected} runs are recorded.")
+    return "\n".join(lines)

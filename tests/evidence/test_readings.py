@@ -1,0 +1,51 @@
+"""Stage R's rule (fedflat.evidence.readings): per method, the reading within 2 points of the paper in the most
+columns; ties go to compress, then raw; a cell with a diverged or missing seed is never within."""
+import pandas as pd
+
+from fedflat.evidence.readings import COLUMNS, METHODS, adopt, cell_mean, reading_cells
+
+
+def _runs(acc):
+    """runs.csv rows: acc(method, column, reading, seed) -> % or None (diverged)."""
+    rows = []
+    for m in METHODS:
+        for col in COLUMNS:
+            for rd in ("compress", "raw", "error_feedback"):
+                for seed in (0, 1):
+                    a = acc(m, col, rd, seed)
+                    rows.append({"experiments": f"other;read_A_{col}_{rd}", "label": m, "seed": seed,
+                                 "status": "completed" if a is not None else "diverged",
+                                 "last10_acc": float("nan") if a is None else a})
+    return pd.DataFrame(rows)
+
+
+PAPER = {m: [80.0, 80.0, 80.0, 80.0] for m in METHODS}
+
+
+def test_the_reading_closest_to_the_paper_in_most_columns_is_adopted():
+    def acc(m, col, rd, seed):
+        if m == "FedSMOO":  # raw within 2 points in 3 columns, error_feedback in 2, compress in none
+            return {"raw": 81.5 if col != "k10" else 90.0, "error_feedback": 79.0 if col in ("q4", "q8") else 70.0,
+                    "compress": 20.0}[rd]
+        if m == "FedGAMMA":  # a diverged seed makes a cell not within, even when the other seed is on the paper
+            return None if (rd == "raw" and seed == 1) else (80.0 if rd == "raw" else 70.0 + 10 * (col == "q4"))
+        return 80.0 + seed  # every reading within everywhere: the tie goes to the literal reading
+    cells = reading_cells(_runs(acc))
+    got = adopt(cells, PAPER)
+    assert got["FedSMOO"] == {"reading": "raw", "within": {"compress": 0, "raw": 3, "error_feedback": 2}}
+    assert got["FedGAMMA"]["within"]["raw"] == 0 and got["FedGAMMA"]["reading"] == "compress"
+    assert got["FedLESAM-D"]["reading"] == "compress" and got["FedLESAM-D"]["within"]["raw"] == 4
+    assert cell_mean(cells[("FedLESAM-S", "q4", "raw")]) == 80.5
+
+
+def test_the_tie_between_raw_and_error_feedback_goes_to_raw():
+    cells = reading_cells(_runs(lambda m, col, rd, seed: 20.0 if rd == "compress" else 80.0))
+    assert {p["reading"] for p in adopt(cells, PAPER).values()} == {"raw"}
+
+
+def test_a_missing_seed_is_not_within():
+    runs = _runs(lambda *a: 80.0)
+    runs = runs[~((runs["label"] == "FedSMOO") & (runs["seed"] == 1) & runs["experiments"].str.endswith("_compress"))]
+    cells = reading_cells(runs)
+    assert cell_mean(cells[("FedSMOO", "q4", "compress")]) is None
+    assert adopt(cells, PAPER)["FedSMOO"]["reading"] == "raw"
