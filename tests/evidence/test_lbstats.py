@@ -60,3 +60,38 @@ def test_seed_spread_and_partition_correlation_by_hand():
     (c,) = lbstats.partition_correlations(means)
     # iid order m1<m2<m3<m4; dir order m2<m3<m1<m4: pairs discordant (m1,m2), (m1,m3) -> tau = (4 - 2) / 6
     assert c["value"] == pytest.approx(2 / 6) and c["n"] == 4
+
+
+def test_continuation_choice_is_the_best_full_horizon_cell_and_never_a_diverged_one():
+    rows = [  # dir0.1: the screen's second cell wins at the full horizon; a better-scoring cell diverged on seed 1
+        _rec("cont_dir0p1", "fedsam", "dir0.1", 0, 70.0, lr=0.3, hparams={"rho": 0.05}),
+        _rec("cont_dir0p1", "fedsam", "dir0.1", 0, 72.0, lr=0.1, hparams={"rho": 0.01}),
+        _rec("cont_dir0p1", "fedsam", "dir0.1", 1, 71.0, lr=0.1, hparams={"rho": 0.01}),
+        _rec("cont_dir0p1", "fedsam", "dir0.1", 0, 99.0, lr=1.0, hparams={"rho": 0.0}),
+        _rec("cont_dir0p1", "fedsam", "dir0.1", 1, 0, lr=1.0, hparams={"rho": 0.0}, status="diverged"),
+        _rec("cont_iid", "fedavg", "iid", 0, 0, lr=1.0, status="diverged"),  # every continued cell diverged
+        _rec("cont_iid", "fedavg", "iid", 0, 80.0, lr=0.3),  # tie with lr 0.1: the smaller lr is picked
+        _rec("cont_iid", "fedavg", "iid", 0, 80.0, lr=0.1),
+        _rec("cont_dir0p1", "fedavg", "dir0.1", 0, 0, lr=0.1, status="diverged"),
+    ]
+    ch = lbstats.continuation_choices(pd.DataFrame(rows)).set_index(["partition", "preset"])
+    sam = ch.loc[("dir0.1", "fedsam")]
+    assert sam["lr"] == 0.1 and sam["params"] == {"rho": 0.01} and sam["score"] == pytest.approx(71.5)
+    assert sam["continued"] == 3 and sam["diverged"] == 1
+    assert ch.loc[("iid", "fedavg"), "lr"] == 0.1 and np.isnan(ch.loc[("dir0.1", "fedavg"), "lr"])
+
+
+def test_ablation_verdict_against_the_final_seed_spread():
+    rows = [_rec("cont_iid", "fedsam", "iid", 0, 80.0, lr=0.1, hparams={"rho": 0.05}),
+            _rec("ablation_iid", "fedsam", "iid", 0, 78.0, lr=0.1, hparams={"rho": 0.0}),
+            _rec("cont_iid", "fedgamma", "iid", 0, 80.0, lr=0.1, hparams={"rho": 0.05}),
+            _rec("ablation_iid", "fedgamma", "iid", 0, 81.0, lr=0.1, hparams={"rho": 0.0}),
+            _rec("cont_iid", "fedsmoo", "iid", 0, 80.0, lr=0.1, hparams={"rho": 0.05}),
+            _rec("ablation_iid", "fedsmoo", "iid", 0, 83.0, lr=0.1, hparams={"rho": 0.0})]
+    for seed, off in ((0, 0.0), (1, 2.0)):  # final seed std: sqrt(2) = 1.41 for each method
+        rows += [_rec("final_iid", m, "iid", seed, 85.0 + off) for m in ("fedsam", "fedgamma", "fedsmoo")]
+    v = lbstats.ablation_verdicts(pd.DataFrame(rows)).set_index("preset")
+    assert v.loc["fedsam", "delta"] == pytest.approx(2.0) and v.loc["fedsam", "std"] == pytest.approx(np.sqrt(2))
+    assert v.loc["fedsam", "verdict"] == "the ascent helps"  # +2.00 > 1.41
+    assert v.loc["fedgamma", "verdict"] == "within the seed spread"  # -1.00
+    assert v.loc["fedsmoo", "verdict"] == "ρ = 0 is better"  # -3.00 < -1.41

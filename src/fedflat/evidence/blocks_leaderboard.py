@@ -69,7 +69,7 @@ def top(ctx, n: int = 10) -> str:
     ranks = lbstats.primary_ranks(runs) if len(runs) else None
     if ranks is None or ranks.empty:
         return "No final run is in the committed evidence yet: the ranking appears here when the final stage has run."
-    parts = sorted(ranks["partition"].unique(), key=lambda p: (p != "iid", -float(p.split("-")[0][3:] or 0) if p.startswith("dir") else 0))
+    parts = _parts(ranks["partition"].unique())
     wide = ranks.pivot(index="preset", columns="partition", values="rank")
     order = ranks.groupby("preset")["mean_rank"].first().sort_values(kind="stable")
     head = "| Method | " + " | ".join(_title(p) for p in parts) + " | mean rank |"
@@ -90,10 +90,16 @@ def top(ctx, n: int = 10) -> str:
     return "\n".join(lines)
 
 
+def _computed(runs, fn):
+    """fn(runs), or None where there is no run or fn finds nothing."""
+    out = fn(runs) if len(runs) else None
+    return None if out is None or out.empty else out
+
+
 def statistics(ctx) -> str:
     runs = ctx.evidence("leaderboard").runs()
-    means = lbstats.final_means(runs) if len(runs) else None
-    if means is None or means.empty:
+    means = _computed(runs, lbstats.final_means)
+    if means is None:
         return "The statistics appear here when the final stage is in the evidence."
     spread = lbstats.median_seed_std(means)
     corr = lbstats.partition_correlations(means)
@@ -120,3 +126,67 @@ def cost(ctx) -> str:
     cfg = load_config_file(ctx.config("leaderboard.yaml"))
     fallback = (cfg["leaderboard"].get("tuning") or {}).get("on_divergence") == "lower_lr"
     return render(estimate(cfg, 2), 2, fallback=fallback)
+
+
+def _parts(parts) -> list[str]:
+    """IID first, then the Dirichlet partitions from the mildest to the most skewed."""
+    return sorted(parts, key=lambda p: (p != "iid", -float(p.split("-")[0][3:] or 0) if p.startswith("dir") else 0))
+
+
+def choice(ctx) -> str:
+    """The v2 choice per partition, from the continuation's records: each method's pick with its edge marks."""
+    from ..leaderboard.table import edges
+    from ..papers.kinds_tuning import setting_text
+
+    runs = ctx.evidence("leaderboard").runs()
+    lb = _config(ctx)
+    c = lb["tuning"]["continuation"]
+    expected = len(lb["methods"]) * int(c["cells"]) * len(lb["partitions"]) * len(c["seeds"])
+    got = int((lbstats.with_stage(runs)["stage"] == "continuation").sum()) if len(runs) else 0
+    if got < expected:
+        return (f"The continuation is not complete in the evidence ({got} of {expected} full-horizon validation "
+                f"runs): the picks appear here once every continued cell has run.")
+    ch = lbstats.continuation_choices(runs, lb["tuning"].get("metric", "last10_acc"))
+    parts = _parts(ch["partition"].unique())
+    by = {(r.partition, r.preset): r for r in ch.itertuples()}
+    lines = ["| Method | trials | " + " | ".join(_title(p) for p in parts) + " |", "|---" * (len(parts) + 2) + "|"]
+    for preset in sorted(lb["methods"], key=lambda m: by[(parts[0], m)].label if (parts[0], m) in by else m):
+        cells = []
+        for p in parts:
+            r = by.get((p, preset))
+            if r is None or math.isnan(r.lr):
+                cells.append("every continued cell diverged" if r is not None else "-")
+                continue
+            edge = edges({"lr": r.lr, "params": r.params}, {"lr": lb["tuning"]["lr"] if lb["methods"][preset]
+                                                            else lb["tuning"]["lr_only"], **lb["methods"][preset]})
+            cells.append(f"{setting_text({'lr': r.lr, **r.params})} ({_f(r.score)} %)"
+                         + (f" [edge: {', '.join(edge)}]" if edge else ""))
+        label = next((by[(p, preset)].label for p in parts if (p, preset) in by), preset)
+        lines.append(f"| {label} | {lb['tuning']['trials']} + {c['cells']} | " + " | ".join(cells) + " |")
+    none = ch[ch["lr"].isna()]
+    lines += ["", f"Trials: {lb['tuning']['trials']} screen trials of {lb['tuning']['rounds']} rounds plus "
+              f"{c['cells']} full-horizon continuations per partition, the same for every method. A method whose "
+              f"every continued cell diverged on a partition has no pick there and no final runs: "
+              f"{len(none)} (partition, method) pairs" + (": " + ", ".join(f"{r.label} on {_title(r.partition)}"
+                                                                            for r in none.itertuples()) if len(none) else "") + "."]
+    return "\n".join(lines)
+
+
+def ablation(ctx) -> str:
+    """Does each SAM-type method's ascent beat its own rho = 0, per partition, beyond the seed spread?"""
+    v = _computed(ctx.evidence("leaderboard").runs(), lbstats.ablation_verdicts)
+    if v is None:
+        return "The ρ = 0 ablation appears here once its runs are in the evidence."
+    parts = _parts(v["partition"].unique())
+    lines = ["| Partition | Method | pick (val. %) | ρ = 0 (val. %) | Δ | seed std (final) | verdict |",
+             "|---|---|---|---|---|---|---|"]
+    for p in parts:
+        for r in v[v["partition"] == p].sort_values("delta", ascending=False, kind="stable").itertuples():
+            lines.append(f"| {_title(p)} | {r.label} | {_f(r.pick)} | {_f(r.ablation)} | "
+                         f"{'-' if math.isnan(r.delta) else f'{r.delta:+.2f}'} | {_f(r.std)} | {r.verdict} |")
+    counts = v.groupby("partition")["verdict"].value_counts().unstack(fill_value=0)
+    lines.append("")
+    for p in parts:
+        row = counts.loc[p] if p in counts.index else {}
+        lines.append(f"- {_title(p)}: " + ", ".join(f"{k}: {int(n)}" for k, n in row.items() if n) + ".")
+    return "\n".join(lines)

@@ -125,3 +125,56 @@ def primary_ranks(runs: pd.DataFrame) -> pd.DataFrame:
     if len(df):
         df["mean_rank"] = df.groupby("preset")["rank"].transform("mean")
     return df
+
+
+def _cells(r: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """One row per (partition, preset, lr, setting): the metric's mean over the cell's seeds, NaN where a seed
+    diverged (such a cell is never picked), and the seed count."""
+    r = r.assign(lr_value=r["lr"].astype(float), setting=r["hparams"].map(lambda h: json.dumps(json.loads(h), sort_keys=True)),
+                 _acc=r[metric].astype(float).where(r["status"] == "completed"))
+    g = r.groupby(["partition", "preset", "lr_value", "setting"], sort=True)
+    return g.agg(label=("label", "first"), score=("_acc", lambda s: float(s.mean()) if s.notna().all() else float("nan")),
+                 seeds=("_acc", "size")).reset_index()
+
+
+def continuation_choices(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.DataFrame:
+    """Per (partition, preset): the pick of the v2 choice, its best full-horizon validation cell among the
+    continued ones (mean over the continuation seeds; a cell with a diverged seed is never picked; ties: the
+    smaller lr), with `continued` (cells run) and `diverged` (cells with a diverged seed). A method whose every
+    continued cell diverged has lr NaN: it is left out of the final runs."""
+    r = with_stage(runs)
+    cells = _cells(r[r["stage"] == "continuation"], metric)
+    out = []
+    for (part, preset), sub in cells.groupby(["partition", "preset"], sort=True):
+        ok = sub[sub["score"].notna()].sort_values(["score", "lr_value"], ascending=[False, True], kind="stable")
+        best = ok.iloc[0] if len(ok) else None
+        out.append({"partition": part, "preset": preset, "label": str(sub["label"].iloc[0]).split(" lr=")[0],
+                    "lr": float(best["lr_value"]) if best is not None else float("nan"),
+                    "params": json.loads(best["setting"]) if best is not None else {},
+                    "score": float(best["score"]) if best is not None else float("nan"),
+                    "continued": len(sub), "diverged": int(sub["score"].isna().sum())})
+    return pd.DataFrame(out, columns=["partition", "preset", "label", "lr", "params", "score", "continued", "diverged"])
+
+
+def ablation_verdicts(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.DataFrame:
+    """Per (partition, SAM-type preset) with a rho = 0 ablation run: the pick's full-horizon validation score,
+    its rho = 0 twin's, their difference, the seed spread of the method's final test accuracy, and the verdict
+    (leaderboard.stats.ascent_verdict, the leaderboard table's own rule)."""
+    from ..leaderboard.stats import ascent_verdict
+
+    r = with_stage(runs)
+    if not (r["stage"] == "ablation").any():
+        return pd.DataFrame()
+    picks = continuation_choices(runs, metric).set_index(["partition", "preset"])
+    abl = _cells(r[r["stage"] == "ablation"], metric)
+    fin = final_means(runs).set_index(["partition", "preset"]) if (r["stage"] == "final").any() else None
+    out = []
+    for a in abl.itertuples():
+        key = (a.partition, a.preset)
+        pick = float(picks["score"].get(key, float("nan")))
+        std = float(fin["std"].get(key, float("nan"))) if fin is not None else float("nan")
+        d = pick - a.score
+        out.append({"partition": a.partition, "preset": a.preset, "label": str(a.label).split(" lr=")[0],
+                    "lr": a.lr_value, "pick": pick, "ablation": a.score, "delta": d, "std": std,
+                    "verdict": ascent_verdict(d, std)})
+    return pd.DataFrame(out)

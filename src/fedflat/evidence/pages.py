@@ -26,6 +26,7 @@ PAGES: dict[str, dict[str, Callable]] = {
     "README.md": {"readme-reproduction": rep.summary, "readme-leaderboard-status": lb.status,
                   "readme-leaderboard-top": lb.top},
     "docs/leaderboard.md": {"leaderboard-status": lb.status, "leaderboard-screen": lb.screen,
+                            "leaderboard-choice": lb.choice, "leaderboard-ablation": lb.ablation,
                             "leaderboard-top": lb.top, "leaderboard-statistics": lb.statistics,
                             "leaderboard-cost": lb.cost},
     "docs/reproduction.md": {"fedsynsam-summary": rep.summary,

@@ -39,3 +39,15 @@ def cost_to_reach(acc: np.ndarray, cost: np.ndarray, target: float) -> float:
     acc = np.asarray(acc, dtype=float)
     hit = np.flatnonzero(np.nan_to_num(acc, nan=-np.inf) >= target)
     return float(cum[hit[0]]) if hit.size else float("nan")
+
+
+def ascent_verdict(delta: float, std: float) -> str:
+    """Does a SAM-type method's ascent beat its own rho = 0 ablation? `delta` = pick minus ablation (points),
+    `std` = the seed spread it is judged against (the method's final seeds' standard deviation)."""
+    if math.isnan(delta):
+        return "—"
+    if not math.isnan(std) and delta > std:
+        return "the ascent helps"
+    if not math.isnan(std) and delta < -std:
+        return "ρ = 0 is better"
+    return "within the seed spread"

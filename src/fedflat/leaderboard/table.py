@@ -9,9 +9,12 @@ import pandas as pd
 
 from ..data.provenance import provenance
 from ..papers.kinds_tuning import setting_text
+from ..recorded import SUMMARY, read_outcome
+from ..run_paths import run_of_file
 from ..util.io import write_text
 from .flatness import MEASURES, flatness_correlations, value_text
 from .results import REACH, leaderboard_frame, load_runs, partition_title
+from .stats import ascent_verdict
 
 
 def _num(v, fmt="{:.3g}") -> str:
@@ -116,10 +119,9 @@ def _ablation_section(m: dict, agg: pd.DataFrame, titles: dict) -> str:
     against the same cell with rho = 0, judged against the seed spread of the method's final runs."""
     if not m.get("ablations"):
         return ""
-    import json
 
     def score(runs):
-        vals = [json.loads((Path(r["dir"]) / "summary.json").read_text()) for r in runs]
+        vals = [read_outcome(r["dir"], run_of_file(Path(r["dir"]) / SUMMARY)) for r in runs]
         vals = [100 * v["last10_acc"] for v in vals if v["status"] == "completed"]
         return sum(vals) / len(vals) if len(vals) == len(runs) and vals else float("nan")
 
@@ -129,8 +131,7 @@ def _ablation_section(m: dict, agg: pd.DataFrame, titles: dict) -> str:
         pick, abl = score(a["pick"]), score(a["ablation"])
         std = by["ok_std"].get((a["partition"], a["method"]), float("nan"))
         d = pick - abl
-        verdict = ("—" if math.isnan(d) else "the ascent helps" if not math.isnan(std) and d > std else
-                   "ρ = 0 is better" if not math.isnan(std) and d < -std else "within the seed spread")
+        verdict = ascent_verdict(d, std)
         rows.append({"Partition": titles[a["partition"]], "Method": a["method"], "Pick (val. %)": _num(pick, "{:.2f}"),
                      "ρ = 0 (val. %)": _num(abl, "{:.2f}"), "Δ": _num(d, "{:+.2f}"), "Seed std (final)": _num(std, "{:.2f}"),
                      "Verdict": verdict})
