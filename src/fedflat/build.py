@@ -70,13 +70,15 @@ def ensure_analysis(study, path: str, data_root: str) -> None:
     out = Path(path)
     cmds = {paths.HESSIAN: ("hessian", []), paths.STABILITY: ("stability", []),
             **{f: ("landscape", ["--dims", str(d)]) for d, f in paths.LANDSCAPE.items()}}
-    if out.name not in cmds or out.exists():
+    at = paths.parse_hessian_at(out.name)  # rule hessian_snapshot: a snapshot round under one protocol
+    if (out.name not in cmds and at is None) or out.exists():
         return
-    cmd, extra = cmds[out.name]
+    cmd, extra = cmds[out.name] if at is None else ("hessian", [])
     if cmd == "stability":  # the rule's second input: the run's partition
         spec = study.runs[run_of_file(out)]
         extra = ["--partition", str(study.partition_path(spec.partition_id()))]
-    params = json.dumps(from_config(study.config, cmd))
+    p = from_config(study.config, cmd)
+    params = json.dumps(p if at is None else {**p, "round": at[0], "split": at[1]})
     if analysis_main([cmd, "--run-dir", str(out.parent), "--out", str(out), "--params", params,
                       "--data-root", data_root, *extra]) != 0:
         raise RuntimeError(f"{cmd} analysis failed for {out.parent}")

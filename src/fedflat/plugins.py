@@ -39,6 +39,7 @@ from .analysis import figures as _analysis_figures  # noqa: F401  (landscape, he
 from .analysis import overlay, stability_figures  # noqa: F401  (landscape_overlay; stability, local discrepancy)
 from .papers import kinds as _paper_kinds  # noqa: F401  (paper_table, paper_curves, paper_sweep)
 from .papers import kinds_bars, toy_fedsol, kinds_tuning  # noqa: F401  (layer_bars, fedsol_toy, grid_search)
+from .papers import kinds_protocols  # noqa: F401  (hessian_protocols: FedSynSAM Table I's measurement protocols)
 from .leaderboard import kinds as _leaderboard_kinds  # noqa: F401  (leaderboard table, Pareto, flatness, ranks)
 
 # -- what the leaderboard and the paper catalogs add to a study (study.STUDY_PREPARERS)

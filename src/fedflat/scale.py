@@ -46,7 +46,7 @@ _EXPERIMENT_SCALE_KEYS = SCALE_KEYS - {"model_params", "note"}
 _NOT_NUMBERS = ("backend",)  # training keys that change speed, not numbers (see RunSpec.digest)
 # what a run measures, not what it trains: two runs that train alike merge even if these differ
 _MEASUREMENT = ("analysis", "training.eval_every", "training.eval_batch_size", "training.eval_subset",
-                "training.checkpoint_every", "training.client_state")
+                "training.checkpoint_every", "training.client_state", "training.snapshot_rounds")
 
 
 @dataclass

@@ -37,9 +37,12 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "backend": "auto",  # eager | compile | auto: how local gradients are computed (fl/fast.py); not in the run id
     "vmap_clients": False,  # GPU option: a round's sampled clients as one vmapped step (fl/together.py); not in the run id
     "holdout": 0.0,  # tuning runs: this fraction of every client's samples is a validation set, evaluated instead of test
+    # end-of-round t models kept for later analysis (results/runs/<run>/snapshots/, fl/snapshots.py); [] keeps none
+    "snapshot_rounds": [],
 }
 
-_HASHED_WHEN_SET = ("eval_subset", "local_epochs", "holdout")  # keys added later: in the run id only when non-zero
+# keys added later: in the run id only when non-zero (non-empty), so ids made before they existed stay stable
+_HASHED_WHEN_SET = ("eval_subset", "local_epochs", "holdout", "snapshot_rounds")
 _SPEED_ONLY = ("backend", "vmap_clients")  # how a run is computed, never what it computes: not in the run id
 _POSITIVE_INT = ("num_clients", "rounds", "local_steps", "batch_size", "eval_every", "eval_batch_size")
 _CHOICES = {"aggregation": ("uniform", "samples"), "client_state": ("memory", "disk"),
@@ -74,12 +77,25 @@ def check_training(tr: dict[str, Any], key: str = "training") -> dict[str, Any]:
     if isinstance(h, bool) or not isinstance(h, (int, float)) or not (0 <= h < 0.5):
         raise ConfigError(f"{key}.holdout: must be a fraction in [0, 0.5), got {h!r}")
     out["holdout"] = float(h)
+    out["snapshot_rounds"] = check_snapshot_rounds(out["snapshot_rounds"], out["rounds"], f"{key}.snapshot_rounds")
     if out["local_momentum"] >= 1:
         raise ConfigError(f"{key}.local_momentum: must be in [0, 1), got {out['local_momentum']!r}")
     for k, allowed in _CHOICES.items():
         if out[k] not in allowed:
             raise choice_error(f"{key}.{k}", out[k], allowed)
     return out
+
+
+def check_snapshot_rounds(v, rounds: int, key: str) -> list[int]:
+    """Distinct rounds in [1, rounds], returned sorted (one run id for any order of the same rounds)."""
+    if not isinstance(v, (list, tuple)) or any(isinstance(t, bool) or not isinstance(t, int) for t in v):
+        raise ConfigError(f"{key}: must be a list of round numbers, got {v!r}")
+    bad = [t for t in v if not 1 <= t <= rounds]
+    if bad:
+        raise ConfigError(f"{key}: round {bad[0]} is outside 1..training.rounds ({rounds})")
+    if len(set(v)) != len(v):
+        raise ConfigError(f"{key}: lists a round twice: {list(v)!r}")
+    return sorted(v)
 
 
 @dataclass(frozen=True)

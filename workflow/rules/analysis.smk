@@ -1,10 +1,10 @@
 # Per-run analysis files: thin rules over `python -m fedflat.analysis` (src/fedflat/analysis/cli.py).
 # Parameters come from the config's top-level `analysis: {hessian: ..., landscape: ..., stability: ...}`
 # (defaults and domains in src/fedflat/analysis/params.py); they are checked here, at parse time.
-from fedflat.analysis.params import from_config as _analysis_params
+from fedflat.analysis.params import from_config as _analysis_params, job_params as _job_params
 
 try:
-    ANALYSIS = {c: json.dumps(_analysis_params(config, c), sort_keys=True) for c in ("hessian", "landscape", "stability")}
+    ANALYSIS = {c: _job_params(c, _analysis_params(config, c)) for c in ("hessian", "landscape", "stability")}
 except ConfigError as exc:
     _die(exc)
 
@@ -32,6 +32,36 @@ rule hessian:
         run_dir=_run_dir,
     log:
         "results/runs/{run}/hessian{split}.log",
+    threads: THREADS
+    resources:
+        gpu=1 if USES_GPU else 0,
+    shell:
+        "{PY} -m fedflat.analysis hessian --run-dir {params.run_dir} --out {output} --params {params.p:q} "
+        "--data-root {DATA_ROOT} --device {DEVICE} {DOWNLOAD} --threads {threads} 2> {log}"
+
+
+def _snapshot_params(wc):
+    """The study's hessian settings at the round and protocol (train|test|clients|local) of the file name."""
+    return json.dumps({**json.loads(ANALYSIS["hessian"]), "round": int(wc.round), "split": wc.split}, sort_keys=True)
+
+
+# The Hessian of an end-of-round snapshot (training.snapshot_rounds; src/fedflat/fl/snapshots.py) under one of
+# FedSynSAM Table I's candidate protocols. The snapshots are written by the run's train job, which declares only
+# its fixed outputs: model.pt stands for "the run (and so every snapshot) is done"; a round the run does not
+# snapshot fails with one line naming training.snapshot_rounds (tables that read these files check it at parse time).
+rule hessian_snapshot:
+    input:
+        model="results/runs/{run}/model.pt",
+    output:
+        "results/runs/{run}/hessian_r{round}_{split}.json",
+    wildcard_constraints:
+        round="[1-9][0-9]*",
+        split="train|test|clients|local",
+    params:
+        p=_snapshot_params,
+        run_dir=_run_dir,
+    log:
+        "results/runs/{run}/hessian_r{round}_{split}.log",
     threads: THREADS
     resources:
         gpu=1 if USES_GPU else 0,

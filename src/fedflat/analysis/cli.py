@@ -1,6 +1,7 @@
 """`python -m fedflat.analysis <cmd>`: per-run analysis files for the Snakemake rules.
 
   hessian    results/runs/<run>/hessian.json       top-k eigenvalues, trace, Lanczos density
+             (hessian_r<t>_<split>.json: the end-of-round-t snapshot, params round and split)
   landscape  results/runs/<run>/landscape_2d.npz   (or _1d) train/test loss and accuracy surfaces
   stability  results/runs/<run>/stability.json     ‖θ_T − θ'_T‖ on neighbouring datasets
 
@@ -29,16 +30,20 @@ def cmd_hessian(a, p) -> None:
     from .data import fixed_batches, load_run
     from .hessian import hessian_spectrum
 
-    run = load_run(a.run_dir, a.data_root, a.device, a.download)
+    run = load_run(a.run_dir, a.data_root, a.device, a.download, p["round"])
     t0 = time.perf_counter()
-    if p["split"] == "clients":
-        from .hessian import client_spectra
+    if p["split"] in ("clients", "local"):
+        from .hessian import paired_spectra
 
-        out = client_spectra(run.fm.module, client_batches(run, a.run_dir, p["batch_size"]), p["max_iter"], p["tol"],
-                             p["trace_samples"], p["seed"])
-        out.update(params=p, run_dir=str(a.run_dir), seconds=time.perf_counter() - t0)
+        own = client_batches(run, a.run_dir, p["batch_size"])
+        if p["split"] == "clients":  # protocol (b): the global model on every client's data
+            pairs, ids = ((run.fm.module, b) for b in own), list(range(len(own)))
+        else:  # protocol (d): each sampled client's own end-of-round model on its own data
+            pairs, ids = local_pairs(run, a.run_dir, p["round"], own)
+        out = paired_spectra(pairs, p["max_iter"], p["tol"], p["trace_samples"], p["seed"])
+        out.update(client_ids=ids, params=p, run_dir=str(a.run_dir), seconds=time.perf_counter() - t0)
         write_json(Path(a.out), out)
-        print(f"hessian (clients): lambda_max mean={out['lambda_max_mean']:.4g} max={out['lambda_max_max']:.4g}")
+        print(f"hessian ({p['split']}): lambda_max mean={out['lambda_max_mean']:.4g} max={out['lambda_max_max']:.4g}")
         return
     batches = fixed_batches(run.data, p["split"], p["samples"], p["seed"], p["batch_size"])
     out = hessian_spectrum(run.fm.module, batches, p["top_k"], p["max_iter"], p["tol"], p["trace_samples"],
@@ -49,16 +54,41 @@ def cmd_hessian(a, p) -> None:
 
 
 def client_batches(run, run_dir, batch_size: int) -> list:
-    """Each client's own training samples (its partition, as config.json names it), as fixed batches."""
+    """Each client's own training samples as it trained on them (its partition, as config.json names it, less a
+    tuning run's held-out validation samples), as fixed batches."""
     import torch
 
     from ..data.partition import Partition
+    from ..fl.engine import hold_out
     from .data import index_batches
 
     cfg = json.loads((Path(run_dir) / "config.json").read_text())
     part = Partition.load(cfg["partition_file"])
+    clients, _ = hold_out(part.clients, run.spec.training.get("holdout", 0.0), run.spec.seed)
     return [index_batches(run.data, torch.as_tensor(c, device=run.data.train_y.device), batch_size)
-            for c in part.clients]
+            for c in clients]
+
+
+def local_pairs(run, run_dir, t: int, own: list) -> tuple:
+    """(model, batches) of every client sampled in round t, its model loaded from snapshots/r<t>_clients.pt
+    into the run's module as the pair is taken, and the client ids in sampling order."""
+    import torch
+
+    from ..errors import ConfigError
+    from ..fl.snapshots import clients_snapshot
+
+    path = clients_snapshot(run_dir, t)
+    if not path.exists():
+        raise ConfigError(f"client models missing: {path} (round {t} is not in the run's training.snapshot_rounds)")
+    ck = torch.load(path, map_location="cpu", weights_only=False)
+    dev, dtype = run.theta.device, run.fm.flat.dtype
+
+    def pairs():
+        for i, cid in enumerate(ck["clients"]):
+            run.fm.load(ck["thetas"][i].to(device=dev, dtype=dtype), ck["buffers"][i].to(dev))
+            yield run.fm.module, own[cid]
+
+    return pairs(), list(ck["clients"])
 
 
 def cmd_landscape(a, p) -> None:

@@ -30,11 +30,15 @@ class LoadedRun:
 
 
 def load_run(run_dir: str | Path, data_root: str | Path = "data", device: str = "cpu",
-             download: bool = False) -> LoadedRun:
-    """The final global model of a run (model.pt) on its dataset, ready for analysis."""
-    path = Path(run_dir) / "model.pt"
+             download: bool = False, round: int = 0) -> LoadedRun:
+    """The final global model of a run (model.pt), or with `round` its end-of-round snapshot, on its dataset,
+    ready for analysis."""
+    from ..fl.snapshots import global_snapshot
+
+    path = global_snapshot(run_dir, round) if round else Path(run_dir) / "model.pt"
     if not path.exists():
-        raise ConfigError(f"run model missing: {path} (train the run first)")
+        why = "not in the run's training.snapshot_rounds, or the run is unfinished" if round else "train the run first"
+        raise ConfigError(f"run model missing: {path} ({why})")
     ck = torch.load(path, map_location="cpu", weights_only=False)
     spec = RunSpec.from_dict(ck["spec"])
     data = load_dataset(spec.dataset, data_root, download).to(device)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 import torch
@@ -201,8 +201,16 @@ def client_spectra(module: nn.Module, client_batches: list[Batches], max_iter: i
     and, with trace_samples > 0, the Hutchinson trace per client, their mean and maximum. λ_max of the mean
     Hessian is at most the mean of the clients' λ_max (convexity of the largest eigenvalue), so on one-class
     clients this can be far larger than the union's value (tests/analysis/test_hessian.py checks both)."""
+    return paired_spectra(((module, b) for b in client_batches), max_iter, tol, trace_samples, seed)
+
+
+def paired_spectra(pairs: Iterable[tuple[nn.Module, Batches]], max_iter: int = 100, tol: float = 1e-3,
+                   trace_samples: int = 0, seed: int = 0) -> dict:
+    """λ_max (and trace) of each (model, batches) pair, their mean and maximum: one model on every client's data
+    (client_spectra), or each client's own model on its own data (FedSynSAM Table I's candidate protocol (d)).
+    Each module is copied when its pair is taken, so a generator may reload one module between pairs."""
     lam, tr = [], []
-    for batches in client_batches:
+    for module, batches in pairs:
         out = hessian_spectrum(module, batches, top_k=1, max_iter=max_iter, tol=tol, trace_samples=trace_samples,
                                density_iters=0, seed=seed)
         lam.append(out["lambda_max"])

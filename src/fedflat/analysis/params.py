@@ -2,6 +2,7 @@
 {...}, stability: {...}}`), with defaults and one-line ConfigErrors naming the key."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..errors import ConfigError
@@ -41,8 +42,11 @@ COMMANDS: dict[str, dict[str, tuple[Any, Any]]] = {
     "hessian": {
         "samples": (4096, _int(0)),  # 0 = the whole split; PyHessian #5: ~4096 CIFAR points are stable
         # the data the Hessian is taken on: a training subset, a test subset, or each client's own training data
-        # (hessian_clients.json: per-client λ_max and trace, their mean and maximum; FedSynSAM Table I's protocols)
-        "split": ("train", _choice("train", "test", "clients")),
+        # (hessian_clients.json: per-client λ_max and trace, their mean and maximum; FedSynSAM Table I's protocols);
+        # local: each client sampled in the snapshot round at its own end-of-round model, on its own data
+        "split": ("train", _choice("train", "test", "clients", "local")),
+        # 0: the final model (model.pt); t >= 1: the end-of-round-t snapshot (training.snapshot_rounds)
+        "round": (0, _int(0)),
         "seed": (0, _int(0)),
         "batch_size": (512, _int(1)),
         "top_k": (5, _int(1)),
@@ -81,7 +85,21 @@ def resolve(cmd: str, params: dict | None, key: str | None = None) -> dict:
     unknown = sorted(set(params) - set(spec))
     if unknown:
         raise ConfigError(f"{key}: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(spec))}")
-    return {k: (check(f"{key}.{k}", params[k]) if k in params else default) for k, (default, check) in spec.items()}
+    out = {k: (check(f"{key}.{k}", params[k]) if k in params else default) for k, (default, check) in spec.items()}
+    if cmd == "hessian" and out["split"] == "local" and not out["round"]:
+        raise ConfigError(f"{key}.split: 'local' measures the clients' models of a snapshot round; set {key}.round >= 1")
+    return out
+
+
+# keys added after jobs existed, left out of a job's Snakemake params while at their default, so that adding them
+# reruns no finished analysis job (as RunSpec.job_params does for training keys)
+_ADDED_LATER = {"hessian": {"round": 0}}
+
+
+def job_params(cmd: str, params: dict) -> str:
+    """The resolved parameters as a rule's params string (canonical JSON; see _ADDED_LATER)."""
+    later = _ADDED_LATER.get(cmd, {})
+    return json.dumps({k: v for k, v in params.items() if not (k in later and v == later[k])}, sort_keys=True)
 
 
 def from_config(config: dict, cmd: str) -> dict:
@@ -92,4 +110,7 @@ def from_config(config: dict, cmd: str) -> dict:
     bad = sorted(set(section) - {"hooks", *COMMANDS})
     if bad:
         raise ConfigError(f"analysis: unknown key {bad[0]!r}; allowed: {', '.join(sorted({'hooks', *COMMANDS}))}")
+    if cmd == "hessian" and "round" in (section.get(cmd) or {}):  # hessian.json is the final model's, by its name
+        raise ConfigError("analysis.hessian.round: a snapshot's round is named by its file "
+                          "(hessian_r<t>_<split>.json, rule hessian_snapshot), not set for the study")
     return resolve(cmd, section.get(cmd))

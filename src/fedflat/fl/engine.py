@@ -34,6 +34,7 @@ from .hooks import COMPRESSORS, ROUND_HOOKS, Compressor, RoundHook, reads_gradie
 from .local_step import new_state
 from .metrics import MetricsLog, Progress
 from .running_stats import step_stats
+from .snapshots import Snapshots
 from .together import together_blocker
 
 from .hooks import BYTES_PER_FLOAT
@@ -115,6 +116,7 @@ class Simulation:
         self.elapsed = 0.0
         self.status = "running"
         self.hooks = [ROUND_HOOKS.get(name, key="analysis")(**(params or {})) for name, params in spec.analysis.items()]
+        self.snapshots = Snapshots(self.out.dir, spec.training.get("snapshot_rounds") or [])
         up = dict(spec.uplink or {"kind": "none"})
         self.compressor = COMPRESSORS.get(up.pop("kind", "none"), key="uplink.kind")(**up)
         self.compressor_state: dict[int, dict] = {}  # per-client error-feedback memory
@@ -145,7 +147,7 @@ class Simulation:
         for them. Everything is restored on exit. For analyses that replay or fine-tune clients
         (analysis/personalize.py, analysis/local_discrepancy.py) without touching the run."""
         names = ("spec", "algo", "_loss_parts", "compressor", "compressor_state", "srv", "store", "hooks",
-                 "_paths", "path")
+                 "_paths", "path", "snapshots")
         saved = {n: getattr(self, n) for n in names}
         if training:
             self.spec = replace(self.spec, training={**self.spec.training, **training})
@@ -155,6 +157,7 @@ class Simulation:
         self.srv = self.srv if srv is None else srv
         self.store = self.store if store is None else store
         self.hooks = list(hooks)
+        self.snapshots = Snapshots(self.out.dir, [])  # replayed rounds are not the run's: never overwrite its snapshots
         self._paths = LocalPaths()
         try:
             self.path = self.choose_path()
@@ -218,9 +221,11 @@ class Simulation:
         for p in self.algo.parts:
             up.update(p.client_end(ctx, w))
         self.store.put(ctx.cid, ctx.state, ctx.round)
+        buffers = self.fm.get_buffers()
+        self.snapshots.client_end(ctx.round, ctx.cid, w, buffers)  # the local model before compression
         delta, up, sent = self.send_up(ctx.cid, w - ctx.start, up)
         return ClientResult(cid=ctx.cid, delta=delta, end=ctx.start + delta, up=up, num_samples=ctx.num_samples,
-                            train_loss=(loss_sum / ctx.local_steps).item(), buffers=self.fm.get_buffers(),
+                            train_loss=(loss_sum / ctx.local_steps).item(), buffers=buffers,
                             up_bytes=sent, steps=ctx.local_steps)
 
     def local_train(self, cid: int, t: int, start: torch.Tensor, down: dict, lr: float) -> ClientResult:
@@ -314,6 +319,7 @@ class Simulation:
         algo.server.apply(srv, rnd)
         if srv.buffers.numel():
             srv.buffers = rnd.mean(lambda c: c.buffers)
+        self.snapshots.round_end(t, sampled, srv.theta, srv.buffers, spec.to_dict())  # end of round t (fl/snapshots.py)
         n = self.fm.numel * BYTES_PER_FLOAT
         down_vecs = 1 + len(down)
         train_loss = float(np.mean([r.train_loss for r in results]))

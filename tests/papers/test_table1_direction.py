@@ -1,0 +1,88 @@
+"""config/papers/tuning/fedsynsam_table1_direction.yaml (FedSynSAM Table I's direction, issue 25) and its table
+kind hessian_protocols: the tiny scale builds end to end in-process; the paper scale is the catalog's Table I setting."""
+import copy
+import time
+
+import pandas as pd
+import pytest
+import torch
+
+from fedflat.build import build
+from fedflat.errors import ConfigError
+from fedflat.study import load_config_file, load_study, table_inputs
+
+from .paper_helpers import ROOT, paper_config
+
+CONFIG = ROOT / "config" / "papers" / "tuning" / "fedsynsam_table1_direction.yaml"
+
+
+def _config(scale="paper"):
+    cfg = load_config_file(CONFIG)
+    cfg["scale"] = scale
+    return cfg
+
+
+def test_paper_scale_is_table_one_setting_with_snapshots():
+    """The runs train as the catalog's t1_iid_none / t1_dir001_none runs do (same spec but the snapshot rounds),
+    and the published values are the catalog's Table I values."""
+    study = load_study(_config())
+    catalog = load_study(paper_config("fedsynsam", "paper"))
+    for ours, theirs in (("dir_iid", "t1_iid_none"), ("dir_dir001", "t1_dir001_none")):
+        a = [study.runs[r] for r, _ in study.experiments[ours]]
+        b = [catalog.runs[r] for r, _ in catalog.experiments[theirs]]
+        assert [s.training["snapshot_rounds"] for s in a] == [[50, 100, 200, 300]] * 3
+        for x, y in zip(a, b):
+            assert {**x.training, "snapshot_rounds": []} == y.training
+            assert (x.dataset, x.partition, x.model, x.algorithm, x.seed, x.hparams, x.uplink) == \
+                   (y.dataset, y.partition, y.model, y.algorithm, y.seed, y.hparams, y.uplink)
+    pub = load_config_file(ROOT / "config/papers/fedsynsam.yaml")["pending_tables"]["table1_hessian"]["published"]
+    ours = _config()["tables"]["table1_direction_lmax"]["published"]
+    assert ours == {"IID": pub["IID w/o compression"][0], "Dir(0.01)": pub["Dir(0.01) w/o compression"][0]}
+    assert len(table_inputs(study, "table1_direction_lmax")) == 6 * 4 * 4  # runs x rounds x protocols
+
+
+@pytest.mark.parametrize("edit, msg", [
+    (lambda c: c["training"].update(snapshot_rounds=[]), r"^tables\.table1_direction_lmax: every run must set"),
+    (lambda c: c["tables"]["table1_direction_lmax"].update(protocols=["union"]), r"^tables\.table1_direction_lmax\.protocols"),
+    (lambda c: c["tables"]["table1_direction_lmax"].update(ratio=["Dir(0.01)", "X"]), r"^tables\.table1_direction_lmax\.ratio"),
+    (lambda c: c["analysis"]["hessian"].update(trace_samples=0), r"^tables\.table1_direction_trace\.metric"),
+    (lambda c: c["analysis"]["hessian"].update(round=50), r"^analysis\.hessian\.round"),
+    (lambda c: c["training"].update(snapshot_rounds=[50, 400]), r"^training\.snapshot_rounds: round 400"),
+])
+def test_bad_config_is_one_line_naming_the_key(edit, msg):
+    cfg = _config()
+    edit(cfg)
+    if "round" in cfg["analysis"]["hessian"]:  # read by the rules (and the builder), not by load_study
+        from fedflat.analysis.params import from_config
+
+        with pytest.raises(ConfigError, match=msg):
+            from_config(cfg, "hessian")
+        return
+    with pytest.raises(ConfigError, match=msg) as exc:
+        load_study(cfg)
+    assert "\n" not in str(exc.value)
+
+
+def test_tiny_scale_builds_end_to_end(tmp_path):
+    """Six digits runs with snapshots, 96 Hessian files (4 rounds x 4 protocols per run) and the table, in-process.
+    Cheaper power iterations than the study's (the test checks the pipeline, not the numbers)."""
+    torch.set_num_threads(1)
+    cfg = _config("tiny")
+    cfg["analysis"]["hessian"].update(max_iter=20, trace_samples=4, samples=256)
+    study = load_study(cfg)
+    t0 = time.perf_counter()
+    md, csv, tex = build(study, "table1_direction_lmax", tmp_path)
+    long = pd.read_csv(csv)
+    # per protocol statistic (a, c: 1; b, d: mean and max) x (2 partitions + the ratio) x 4 rounds
+    assert len(long) == 6 * 3 * 4 and sorted(long["round"].unique()) == [2, 4, 8, 12]
+    assert (long["scale"] == "tiny").all() and long["mean"].notna().all()
+    ratio = long[long["partition"] == "Dir(0.01) / IID"]
+    assert ratio["published"].round(4).unique().tolist() == [round(17.04 / 7.56, 4)]
+    assert (long[long["partition"] != "Dir(0.01) / IID"]["seeds"] == 3).all()
+    text = md.read_text()
+    assert "(d) sampled clients' models, own data, max over clients" in text and "2.25x" in text
+    assert "Scale: tiny" in text and "\\begin{table}" in tex.read_text()
+    # the trace table reuses every file: nothing is trained or measured again
+    before = time.perf_counter()
+    build(study, "table1_direction_trace", tmp_path)
+    assert time.perf_counter() - before < 5 and time.perf_counter() - t0 < 60
