@@ -66,6 +66,37 @@ def test_an_entry_training_override_changes_only_its_own_runs(cfg):
     assert b.partitions == a.partitions
 
 
+def test_an_entry_uplink_override_changes_only_its_own_runs(cfg):
+    """How one 2x method sends its second vector (FedSynSAM Sec. VI-A leaves it open) is that entry's setting;
+    the experiment's compressor still applies, and every other run keeps its id."""
+    cfg["experiments"]["main"]["uplink"] = {"kind": "quant", "bits": 4}
+    a = load_study(cfg)
+    cfg["experiments"]["main"]["algorithms"] = ["fedavg", {"preset": "fedsam", "uplink": {"other_vectors": "raw"}},
+                                                "fednsam"]
+    b = load_study(cfg)
+    changed = set(b.runs) - set(a.runs)
+    assert len(changed) == 2 * 2 and all("/fedsam/" in r for r in changed)
+    for rid, spec in b.runs.items():
+        want = {"kind": "quant", "bits": 4, **({"other_vectors": "raw"} if rid in changed else {})}
+        assert spec.uplink == want
+
+
+@pytest.mark.parametrize("up,match", [
+    ({"other_vectors": "sometimes"}, r"other_vectors"),
+    ({"kind": "topk"}, r"algorithms.fedsam.uplink: a mapping of the experiment's compressor settings"),
+    ("raw", r"algorithms.fedsam.uplink: a mapping"),
+])
+def test_bad_entry_uplink_names_the_key(cfg, up, match):
+    cfg["experiments"]["main"]["uplink"] = {"kind": "quant", "bits": 4}
+    cfg["experiments"]["main"]["algorithms"] = ["fedavg", {"preset": "fedsam", "uplink": up}]
+    with pytest.raises(ConfigError, match=match):
+        load_study(cfg)
+    cfg["experiments"]["main"].pop("uplink")
+    cfg["experiments"]["main"]["algorithms"] = ["fedavg", {"preset": "fedsam", "uplink": {"bits": 8}}]
+    with pytest.raises(ConfigError, match="uncompressed; there is nothing to override"):
+        load_study(cfg)
+
+
 @pytest.mark.parametrize("entry,match", [
     ({"preset": "fedsam", "training": {"lr_decayy": 0.9}},
      r"experiments.main.algorithms.fedsam.training: unknown key 'lr_decayy'"),
@@ -73,7 +104,7 @@ def test_an_entry_training_override_changes_only_its_own_runs(cfg):
     ({"preset": "fedsam", "training": {"num_clients": 4}},
      r"algorithms.fedsam.training.num_clients: shapes the experiment's partitions"),
     ({"preset": "fedsam", "training": 0.9}, r"algorithms.fedsam.training: must be a mapping"),
-    ({"preset": "fedsam", "train": {}}, r"unknown key 'train'; allowed: label, params, preset, training"),
+    ({"preset": "fedsam", "train": {}}, r"unknown key 'train'; allowed: label, params, preset, training, uplink"),
 ])
 def test_bad_entry_training_names_the_key(cfg, entry, match):
     cfg["experiments"]["main"]["algorithms"] = ["fedavg", entry]

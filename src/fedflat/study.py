@@ -38,6 +38,7 @@ class AlgoEntry:
     label: str
     params: dict
     training: dict | None = None  # the experiment's training with this entry's overrides (None: none)
+    uplink: dict | None = None  # keys that override the experiment's uplink for this entry's runs (None: none)
 
 
 @dataclass(frozen=True)
@@ -125,22 +126,28 @@ def _as_list(exp_name: str, exp: dict, key: str) -> list:
 def _algo_entry(exp_name: str, raw, global_params: dict, training: dict) -> AlgoEntry:
     """One algorithm of an experiment. `training:` overrides the experiment's training for this entry's runs
     only (a paper's per-method setting, e.g. FedTOGA App. B.2's lr decay 0.9995 for FedSMOO on ResNet-18);
-    a scale's training overrides apply to these values too (fedflat.scale)."""
+    a scale's training overrides apply to these values too (fedflat.scale). `uplink:` overrides keys of the
+    experiment's uplink for this entry's runs only (e.g. how one 2x method sends its second vector,
+    `other_vectors`, while the experiment's compressor applies to all)."""
     key = f"experiments.{exp_name}.algorithms"
     if isinstance(raw, str):
         raw = {"preset": raw}
     if not isinstance(raw, dict) or "preset" not in raw:
         raise ConfigError(f"{key}: each entry is a preset name or a mapping with 'preset'; got {raw!r}")
-    bad = sorted(set(raw) - {"preset", "params", "label", "training"})
+    bad = sorted(set(raw) - {"preset", "params", "label", "training", "uplink"})
     if bad:
-        raise ConfigError(f"{key}: unknown key {bad[0]!r}; allowed: label, params, preset, training")
+        raise ConfigError(f"{key}: unknown key {bad[0]!r}; allowed: label, params, preset, training, uplink")
     name = raw["preset"]
     preset = PRESETS.get(name, key=key)
     params = {**(global_params.get(name) or {}), **(raw.get("params") or {})}
     resolved = preset.resolve(params, key="algorithm_params")
+    up = raw.get("uplink")
+    if up is not None and (not isinstance(up, dict) or "kind" in up):
+        raise ConfigError(f"{key}.{name}.uplink: a mapping of the experiment's compressor settings to override "
+                          f"(its kind stays the experiment's); got {up!r}")
     own = raw.get("training")
     if own is None:
-        return AlgoEntry(name, raw.get("label") or preset.label, resolved)
+        return AlgoEntry(name, raw.get("label") or preset.label, resolved, uplink=up)
     tkey = f"{key}.{name}.training"
     if not isinstance(own, dict):
         raise ConfigError(f"{tkey}: must be a mapping of training settings")
@@ -148,7 +155,20 @@ def _algo_entry(exp_name: str, raw, global_params: dict, training: dict) -> Algo
     if shaping:
         raise ConfigError(f"{tkey}.{shaping[0]}: shapes the experiment's partitions; "
                           f"set it in experiments.{exp_name}.training")
-    return AlgoEntry(name, raw.get("label") or preset.label, resolved, check_training({**training, **own}, key=tkey))
+    return AlgoEntry(name, raw.get("label") or preset.label, resolved, check_training({**training, **own}, key=tkey),
+                     uplink=up)
+
+
+def _entry_uplink(ename: str, uplink: dict, a: AlgoEntry) -> dict:
+    """The experiment's uplink with the entry's overrides, checked by its compressor at parse time."""
+    if not a.uplink:
+        return uplink
+    key = f"experiments.{ename}.algorithms.{a.preset}.uplink"
+    if not uplink:
+        raise ConfigError(f"{key}: the experiment sends its uplink uncompressed; there is nothing to override")
+    merged = {**uplink, **a.uplink}
+    COMPRESSORS.get(merged["kind"], key=key)(**{k: v for k, v in merged.items() if k != "kind"})
+    return merged
 
 
 def _analysis(base, override, key: str) -> dict:
@@ -232,11 +252,12 @@ def _expand(config: dict, targets: bool = True) -> Study:
         for s in seeds:
             if isinstance(s, bool) or not isinstance(s, int) or s < 0:
                 raise ConfigError(f"experiments.{ename}.seeds: seeds must be integers >= 0, got {s!r}")
+        uplinks = {a.preset: _entry_uplink(ename, uplink, a) for a in algos}
         entries = []
         for d, m, p, a, s in itertools.product(datasets, models, parts, algos, seeds):
             spec = RunSpec(d, p, m, a.preset, s, a.params, dict(model_params.get(m) or {}),
                            PRESETS.get(a.preset).training_for(a.training or training),  # the run's one weight decay
-                           analysis=analysis, uplink=uplink)
+                           analysis=analysis, uplink=uplinks[a.preset])
             rid = spec.run_id()
             study.runs[rid] = spec
             study.partitions[spec.partition_id()] = {
