@@ -77,7 +77,6 @@ class Study:
     leaderboard: dict | None = None  # the leaderboard protocol (fedflat.leaderboard.protocol), if this is one
     screen: Callable[[], dict] | None = None  # the leaderboard's screen cells to continue, once known (leaderboard.flow)
     choice: Callable[[], dict] | None = None  # the leaderboard's tuning choice, once known (leaderboard.flow)
-    fallback: Callable[[], dict] | None = None  # the leaderboard's divergence fallback, once known (leaderboard.flow)
     final_cache: dict = field(default_factory=dict)  # leaderboard.flow: the final runs of the current choice
 
     def run_dir(self, run_id: str) -> str:

@@ -50,12 +50,21 @@ def test_the_oracle_is_refused_and_every_preset_must_be_ranked_or_excluded():
     (lambda lb: lb["tuning"].update(partitions=["dir0.5"]), r"leaderboard.tuning.partitions: unknown value 'dir0.5'"),
     (lambda lb: lb["tuning"].update(rounds=500), r"leaderboard.tuning.rounds: 500 exceeds training.rounds 200"),
     (lambda lb: lb.update(colour="red"), r"leaderboard: unknown key 'colour'"),
+    (lambda lb: lb["tuning"].update(on_divergence="lower_lr"),
+     r"^leaderboard.tuning.on_divergence: removed in v2 \(lower_lr, the post-hoc lr re-choice after a diverged final "
+     r"seed\); .*got 'lower_lr'$"),
 ])
 def test_bad_protocol_names_the_key(edit, match):
     cfg = _full()
     edit(cfg["leaderboard"])
     with pytest.raises(ConfigError, match=match):
         load_study(cfg)
+
+
+def test_on_divergence_none_is_still_accepted_and_changes_nothing():
+    cfg = _full()
+    cfg["leaderboard"]["tuning"]["on_divergence"] = "none"
+    assert set(load_study(cfg).runs) == set(load_study(_full()).runs)
 
 
 def test_a_method_that_would_not_act_in_the_tuning_horizon_names_the_tuning_table():

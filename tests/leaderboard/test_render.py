@@ -21,7 +21,6 @@ ACC = {"iid": {"fedavg": 0.80, "fedsam": 0.85, "fednsam": 0.90},
 @pytest.fixture
 def study(tmp_path, monkeypatch):
     cfg = small_config(METHODS, seeds=(0, 1))
-    cfg["leaderboard"]["tuning"]["on_divergence"] = "none"  # the strict rule; the fallback: test_fallback.py
     s = load_study(cfg)
     s.choice = lambda: {"partitions": {"dir0.3": {m: {"lr": 0.1, "params": {k: v[0] for k, v in g.items()}, "score": 1.0}
                                                   for m, g in METHODS.items()}}}

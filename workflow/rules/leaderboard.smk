@@ -1,12 +1,10 @@
 # The leaderboard (config/leaderboard.yaml): each selection is a checkpoint, so the runs it selects join the DAG
 # as soon as it exists. With `tuning.continuation` the screen's best cells (checkpoint leaderboard_screen) run the
 # full horizon on every partition's validation split, and the choice (leaderboard_choice) reads those; without it
-# the choice reads the screen. With `on_divergence: lower_lr` (v1) a third checkpoint reads the final runs and
-# adds the re-runs of methods that diverged (src/fedflat/leaderboard/flow.py). Inert for every other study.
+# the choice reads the screen (src/fedflat/leaderboard/flow.py). Inert for every other study.
 if STUDY.leaderboard is not None:
     from fedflat.leaderboard.flow import (choice_inputs as _lb_choice_inputs, choice_path as _lb_choice_path,
                                           evidence_gaps as _lb_evidence_gaps,
-                                          fallback_path as _lb_fallback_path, final_inputs as _lb_final_inputs,
                                           screen_path as _lb_screen_path, tuning_inputs as _lb_tuning_inputs)
 
     # `snakemake leaderboard_runs`: only the runs the committed evidence lacks (a session's share of the work;
@@ -38,26 +36,11 @@ if STUDY.leaderboard is not None:
 
             write_choice(STUDY, output[0])
 
-    checkpoint leaderboard_fallback:
-        localrule: True
-        input:
-            lambda wc: _lb_final_inputs(STUDY),
-        output:
-            _lb_fallback_path(STUDY),
-        run:
-            from fedflat.leaderboard.flow import write_fallback
-
-            write_fallback(STUDY, output[0])
-
     def _lb_screen():
         return json.loads(Path(checkpoints.leaderboard_screen.get().output[0]).read_text())
 
     def _lb_choice():
         return json.loads(Path(checkpoints.leaderboard_choice.get().output[0]).read_text())
 
-    def _lb_fallback():
-        return json.loads(Path(checkpoints.leaderboard_fallback.get().output[0]).read_text())
-
     STUDY.screen = _lb_screen
     STUDY.choice = _lb_choice
-    STUDY.fallback = _lb_fallback

@@ -124,8 +124,7 @@ def cost(ctx) -> str:
     from ..study import load_config_file
 
     cfg = load_config_file(ctx.config("leaderboard.yaml"))
-    fallback = (cfg["leaderboard"].get("tuning") or {}).get("on_divergence") == "lower_lr"
-    return render(estimate(cfg, 2), 2, fallback=fallback)
+    return render(estimate(cfg, 2), 2)
 
 
 def _parts(parts) -> list[str]:

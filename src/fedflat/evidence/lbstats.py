@@ -9,7 +9,7 @@ import pandas as pd
 
 from ..util.stats import correlation, kendall, seed_std
 
-STAGES = {"tune_": "screen", "cont_": "continuation", "final_": "final", "ablation_": "ablation", "fallback_": "fallback (v1)"}
+STAGES = {"tune_": "screen", "cont_": "continuation", "final_": "final", "ablation_": "ablation"}
 
 
 def stage_of(experiments: str) -> str:

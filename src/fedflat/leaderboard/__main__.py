@@ -41,7 +41,7 @@ def main(argv=None) -> int:
         return 2
     lb = cfg["leaderboard"]
     print(f"{est['methods']} methods, {lb['dataset']} / {lb['model']}, scale {cfg.get('scale', 'paper')}\n")
-    print(render(est, a.cores, fallback=(lb.get("tuning") or {}).get("on_divergence") == "lower_lr"))
+    print(render(est, a.cores))
     return 0
 
 

@@ -5,12 +5,12 @@ import numpy as np
 
 from ..report.style import apply_style, color_for, marker_for, save_all
 from .flatness import MEASURES, common_lr, correlation, correlation_text, flatness_correlations
-from .results import REACH, leaderboard_frame, load_runs, partition_title
+from .results import REACH, load_runs, partition_title, per_method
 from .stats import kendall, pareto_front
 
 
 def _agg(m: dict, hessian: bool = False):
-    return leaderboard_frame(load_runs(m["entries"], hessian=hessian), m["partitions"])
+    return per_method(load_runs(m["entries"], hessian=hessian), m["partitions"])
 
 
 def _legend(fig, methods: list[str], rows_below: bool = True) -> None:

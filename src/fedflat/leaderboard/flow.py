@@ -10,14 +10,11 @@ have finished; Snakemake's DAG is static, so the choice is a checkpoint (workflo
      exists), expands the final experiments at the study's scale and registers their runs and partitions in
      the study, where the train, partition and hessian rules find them.
 
-  3. with `tuning.on_divergence: lower_lr`, a second checkpoint `leaderboard_fallback` reads the final runs'
-     summary.json and writes <tables_dir>/fallback.json with `write_fallback`: every (partition, method) with
-     a diverged seed is re-run, all seeds, at its best tuning cell below the lr that blew up (the same
-     validation scores, the same rule for every method, once); `fallback_experiments` registers those runs,
-     and the table and figures rank the method by them.
+The final runs always use the choice as it stands: a final seed that diverges counts as diverged in the rank
+(v1's post-hoc re-run at a lower lr was removed in v2).
 
-In-process builds (fedflat.build, the tests) set `study.choice` to `ensure_choice` and `study.fallback`
-to `ensure_fallback`, which train what the choice rests on and write the same files.
+In-process builds (fedflat.build, the tests) set `study.screen` and `study.choice` to `ensure_screen` and
+`ensure_choice`, which train what the selection rests on and write the same files.
 """
 from __future__ import annotations
 
@@ -25,15 +22,11 @@ import json
 from pathlib import Path
 
 from ..errors import ConfigError
-from .protocol import CHOICE_FILE, FALLBACK_FILE, SCREEN_FILE, TUNING_TABLE, choice_for, exp_name, prepare
+from .protocol import CHOICE_FILE, SCREEN_FILE, TUNING_TABLE, exp_name, prepare
 
 
 def choice_path(study) -> str:
     return f"{study.tables_dir}/{CHOICE_FILE}"
-
-
-def fallback_path(study) -> str:
-    return f"{study.tables_dir}/{FALLBACK_FILE}"
 
 
 def screen_path(study) -> str:
@@ -78,17 +71,14 @@ def _grid_manifest(study, exps: list[str]) -> dict:
     return GridSearchTable.manifest(study, TUNING_TABLE, {**spec, "experiments": exps})
 
 
-def _tuned_cells(study, part: str, methods: list[str], below: dict | None = None, exps: list[str] | None = None) -> dict:
-    """{preset: {lr, params, score}} of the best validation cell of each method tuned on `part` (with `below`,
-    {preset: lr}: among its cells at a smaller lr; with `exps`: among those experiments' runs instead of the
-    screen's); a method whose every such cell diverged is absent."""
-    from ..algorithms import PRESETS
+def _tuned_cells(study, part: str, methods: list[str], exps: list[str] | None = None) -> dict:
+    """{preset: {lr, params, score}} of the best validation cell of each method tuned on `part` (with `exps`: among
+    those experiments' runs instead of the screen's); a method whose every cell diverged is absent."""
     from ..papers.kinds_tuning import grid_choice
 
     p = study.leaderboard
     exps = exps or [exp_name("tune", part, m) for m in methods]
-    labels = {PRESETS.get(m).label: lr for m, lr in (below or {}).items()}
-    picks = grid_choice(_grid_manifest(study, exps), labels)
+    picks = grid_choice(_grid_manifest(study, exps))
     out = {}
     for c in picks.values():
         if c is not None:
@@ -170,12 +160,11 @@ def ensure_choice(study, data_root: str) -> dict:
     return _ensure(compute_choice, study, choice_path(study), choice_inputs, data_root)
 
 
-def _register(study, stage: str, chosen: dict | None = None, fallback: dict | None = None,
-              screen: dict | None = None) -> dict[str, list]:
+def _register(study, stage: str, chosen: dict | None = None, screen: dict | None = None) -> dict[str, list]:
     """Expand the `stage` experiments at the study's scale and register their runs, partitions and experiments."""
     from ..study import load_study
 
-    cfg, protocol = prepare(study.leaderboard["config"], chosen, fallback, screen)
+    cfg, protocol = prepare(study.leaderboard["config"], chosen, screen)
     full = load_study(cfg)
     study.runs.update(full.runs)
     study.partitions.update(full.partitions)
@@ -190,7 +179,7 @@ def _register(study, stage: str, chosen: dict | None = None, fallback: dict | No
 
 def _checkpoint(study, stage: str, getter, what: str, register) -> dict:
     """The runs a checkpoint's value selects, registered once per value: `getter` reads the checkpoint
-    (study.screen, .choice or .fallback; None where nothing can), `register(value)` expands and registers the
+    (study.screen or .choice; None where nothing can), `register(value)` expands and registers the
     stage's experiments. The value stays in study.final_cache[stage] for the table kinds."""
     if getter is None:
         raise ConfigError(f"leaderboard: {what} is unknown here; build through Snakemake or fedflat.build")
@@ -218,58 +207,6 @@ def ablation_experiments(study) -> dict[str, list[tuple[str, dict]]]:
     return study.final_cache["chosen_runs"]["ablation"]
 
 
-def fallback_on(study) -> bool:
-    return study.leaderboard["tuning"]["on_divergence"] == "lower_lr"
-
-
-def final_inputs(study) -> list[str]:
-    """What the fallback checkpoint reads: every final run's summary.json."""
-    return [f"{study.run_dir(rid)}/summary.json" for entries in final_experiments(study).values() for rid, _ in entries]
-
-
-def compute_fallback(study) -> dict:
-    """{partitions: {partition: {preset: {diverged: [seeds], from: {lr, params}, to: {lr, params, score} or None}}}}
-    for every (partition, method) with a diverged final seed: `to` is the method's best validation cell (on the
-    partition its choice came from) among those with a smaller lr than the one that blew up; None where there is
-    none (the smallest lr, or every smaller cell diverged in tuning), and the method keeps its diverged seeds."""
-    finals = final_experiments(study)
-    chosen, p = study.final_cache["chosen"], study.leaderboard
-    out = {"rule": p["tuning"]["on_divergence"], "partitions": {}}
-    if not fallback_on(study):
-        return out
-    for part, entries in finals.items():
-        diverged: dict[str, list[int]] = {}
-        for rid, lab in entries:
-            if json.loads(Path(study.run_dir(rid), "summary.json").read_text())["status"] != "completed":
-                diverged.setdefault(lab["preset"], []).append(lab["seed"])
-        if not diverged:
-            continue
-        tuned_on = part if part in chosen["partitions"] else p["tuning"]["partitions"][0]
-        picks = choice_for(chosen, p, part)
-        lower = _tuned_cells(study, tuned_on, list(diverged), below={m: picks[m]["lr"] for m in diverged})
-        out["partitions"][part] = {m: {"diverged": sorted(seeds), "from": {k: picks[m][k] for k in ("lr", "params")},
-                                       "to": lower.get(m)} for m, seeds in diverged.items()}
-    return out
-
-
-def write_fallback(study, out: str | Path) -> dict:
-    return _write(compute_fallback, study, out)
-
-
-def ensure_fallback(study, data_root: str) -> dict:
-    """In-process: train the final runs that are missing, then write and return the fallback."""
-    return _ensure(compute_fallback, study, fallback_path(study), final_inputs, data_root)
-
-
-def fallback_experiments(study) -> dict[str, list[tuple[str, dict]]]:
-    """{partition: [(run id, labels)]} of the fallback runs ({} without the fallback rule), registered in `study`."""
-    if not fallback_on(study):
-        return {}
-    final_experiments(study)
-    return _checkpoint(study, "fallback", study.fallback, "the divergence fallback",
-                       lambda fb: _register(study, "fallback", study.final_cache["chosen"], fb))
-
-
 def register_known_stages(study) -> None:
     """Register the runs of every stage whose checkpoint file already exists (evidence export, progress): a
     read, never a build. Stages whose checkpoint is missing stay unregistered."""
@@ -280,9 +217,6 @@ def register_known_stages(study) -> None:
         return
     study.choice = lambda: json.loads(Path(choice_path(study)).read_text())
     final_experiments(study)
-    if fallback_on(study) and Path(fallback_path(study)).exists():
-        study.fallback = lambda: json.loads(Path(fallback_path(study)).read_text())
-        fallback_experiments(study)
 
 
 def evidence_gaps(study) -> list[str]:

@@ -15,24 +15,15 @@ def _protocol(study, name: str) -> dict:
     return study.leaderboard
 
 
-def _stages(study) -> dict[str, dict]:
-    """{"final": {partition: [(run id, labels)]}, "fallback": {...}}: the runs at the tuned choice and the re-runs
-    of methods that diverged there (empty without the fallback rule)."""
-    from .flow import fallback_experiments, final_experiments
-
-    return {"final": final_experiments(study), "fallback": fallback_experiments(study)}
-
-
 def _inputs(study, name: str, hessian: bool) -> list[str]:
-    from .flow import choice_path, continuation_on, fallback_on, fallback_path
+    from .flow import choice_path, continuation_on, final_experiments
 
     _protocol(study, name)
-    files = [choice_path(study)] + ([fallback_path(study)] if fallback_on(study) else [])
-    for runs in _stages(study).values():
-        for entries in runs.values():
-            for rid, _ in entries:
-                d = study.run_dir(rid)
-                files += [f"{d}/summary.json", f"{d}/metrics.csv"] + ([f"{d}/hessian.json"] if hessian else [])
+    files = [choice_path(study)]
+    for entries in final_experiments(study).values():
+        for rid, _ in entries:
+            d = study.run_dir(rid)
+            files += [f"{d}/summary.json", f"{d}/metrics.csv"] + ([f"{d}/hessian.json"] if hessian else [])
     if continuation_on(study):  # the rho = 0 ablations and the picks' own full-horizon validation runs
         files += [f"{e['dir']}/summary.json" for a in _ablations(study) for e in a["pick"] + a["ablation"]]
     return list(dict.fromkeys(files))
@@ -62,37 +53,17 @@ def _ablations(study) -> list[dict]:
     return out
 
 
-def _effective_choice(chosen: dict, fallback: dict, p: dict, part: str) -> dict:
-    """{label: setting} a method is ranked at in `part`: its fallback where it has one, else the tuned choice;
-    a fallback setting carries `from_lr`, the lr that diverged."""
-    from ..algorithms import PRESETS
-    from .protocol import choice_for
-
-    out = {}
-    for name, c in choice_for(chosen, p, part).items():
-        f = (fallback.get("partitions", {}).get(part) or {}).get(name)
-        out[PRESETS.get(name).label] = {**f["to"], "from_lr": f["from"]["lr"]} if f and f["to"] else c
-    return out
-
-
 def _manifest(study, name: str, spec: dict) -> dict:
     from ..algorithms import PRESETS
-    from .flow import continuation_on
-    from .protocol import exp_name
+    from .flow import continuation_on, final_experiments
+    from .protocol import choice_for, exp_name
 
     p = _protocol(study, name)
-    stages = _stages(study)
-    finals = stages["final"]
-    chosen, fallback = study.final_cache["chosen"], study.final_cache.get("fallback") or {}
-    entries = []
-    for stage, by_part in stages.items():
-        for part, runs in by_part.items():
-            for rid, lab in runs:
-                entries.append({"partition": part, "method": lab["algorithm"], "preset": lab["preset"],
-                                "seed": lab["seed"], "dir": study.run_dir(rid), "stage": stage})
-    picks = {part: _effective_choice(chosen, fallback, p, part) for part in p["partitions"]}
-    diverged = {part: {PRESETS.get(k).label: v for k, v in fb.items()}
-                for part, fb in (fallback.get("partitions") or {}).items()}
+    finals = final_experiments(study)
+    chosen = study.final_cache["chosen"]
+    entries = [{"partition": part, "method": lab["algorithm"], "preset": lab["preset"], "seed": lab["seed"],
+                "dir": study.run_dir(rid)} for part, runs in finals.items() for rid, lab in runs]
+    picks = {part: {PRESETS.get(k).label: c for k, c in choice_for(chosen, p, part).items()} for part in p["partitions"]}
     cfg = p["config"]
     scale = cfg.get("scale", "paper")
     tr = next(iter(study.runs[rid] for runs in finals.values() for rid, _ in runs)).training if entries else {}
@@ -103,7 +74,7 @@ def _manifest(study, name: str, spec: dict) -> dict:
     grids = {PRESETS.get(m).label: {"lr": p["tuning"]["lr"] if g else p["tuning"]["lr_only"], **g}
              for m, g in p["methods"].items()}
     return {"title": spec.get("title", name), "partitions": p["partitions"], "entries": entries, "chosen": picks,
-            "fallback": diverged, "trials": trials, "grids": grids,
+            "trials": trials, "grids": grids,
             "ablations": _ablations(study) if continuation_on(study) else [],
             "protocol": {"dataset": p["dataset"], "model": p["model"], "seeds": p["seeds"], "tuning": tuning,
                          "excluded": {PRESETS.get(k).label: v for k, v in p["excluded"].items()},
@@ -131,7 +102,9 @@ class LeaderboardTable(_Kind):
     @staticmethod
     def cells(study, name, spec):
         """Rows are methods, columns partitions: the final runs (registered once the choice is known)."""
-        for part, entries in _stages(study)["final"].items() if study.choice is not None else ():
+        from .flow import final_experiments
+
+        for part, entries in final_experiments(study).items() if study.choice is not None else ():
             for rid, lab in entries:
                 yield lab["algorithm"], study.runs[rid].partition, rid
 

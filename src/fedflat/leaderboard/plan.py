@@ -77,7 +77,7 @@ def estimate(config: dict, cores: int = 2) -> dict:
     return out
 
 
-def render(est: dict, cores: int, fallback: bool = False) -> str:
+def render(est: dict, cores: int) -> str:
     lines = [f"| stage | runs | sample-grads (1e9) | CPU core-h | wall h on {cores} cores | GPU h (assumed) |",
              "|---|---|---|---|---|---|"]
     for stage in ("tuning", "continuation", "ablation", "final", "total"):
@@ -86,9 +86,6 @@ def render(est: dict, cores: int, fallback: bool = False) -> str:
         e = est[stage]
         lines.append(f"| {stage} | {e['runs']} | {e['sample_grads'] / 1e9:.3g} | {e['cpu_core_h']:.3g} | "
                      f"{e['wall_h']:.3g} | {e['gpu_h']:.3g} |")
-    if fallback:
-        lines.append("\nNot counted: the divergence fallback's re-runs (tuning.on_divergence: lower_lr), which exist "
-                     "only once a final seed diverges: every seed again for each (partition, method) with a diverged seed.")
     if any(e["cpu_core_h"] != e["cpu_core_h"] for e in est.values() if isinstance(e, dict)):
         lines.append(f"\nCPU time: measured for {' / '.join(MEASURED)} only (nan otherwise).")
     return "\n".join(lines)

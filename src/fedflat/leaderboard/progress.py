@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from ..recorded import recorded
-from .flow import choice_path, continuation_on, fallback_on, fallback_path, screen_path
+from .flow import choice_path, continuation_on, screen_path
 
 
 def _count(study, runs) -> dict:
@@ -27,8 +27,8 @@ def _count(study, runs) -> dict:
     return out
 
 
-def _state(c: dict, what: str = "runs", hessians: bool = False) -> str:
-    s = f"{c['done']} of {c['runs']} {what} ({c['diverged']} diverged"
+def _state(c: dict, hessians: bool = False) -> str:
+    s = f"{c['done']} of {c['runs']} runs ({c['diverged']} diverged"
     s += f", {c['recorded']} read from the committed evidence)" if c["recorded"] else ")"
     return s + (f", {c['hessians']} of {c['runs']} Hessians" if hessians else "")
 
@@ -39,7 +39,7 @@ def _entries(stage_runs: dict) -> list:
 
 def progress(study) -> list[tuple[str, str]]:
     """[(stage, state)]: what is done and what is still unknown because its checkpoint has not run."""
-    from .flow import ablation_experiments, continuation_experiments, fallback_experiments, final_experiments
+    from .flow import ablation_experiments, continuation_experiments, final_experiments
     from .protocol import TUNING_TABLE
 
     spec = study.tables[TUNING_TABLE]
@@ -57,12 +57,7 @@ def progress(study) -> list[tuple[str, str]]:
     rows.append(("final", _state(_count(study, _entries(final_experiments(study))), hessians=True)))
     if continuation_on(study):
         rows.append(("ablation", _state(_count(study, _entries(ablation_experiments(study))))))
-    if not fallback_on(study):
-        return rows
-    if not Path(fallback_path(study)).exists():
-        return rows + [("fallback", "waits for every final run (checkpoint leaderboard_fallback)")]
-    study.fallback = lambda: json.loads(Path(fallback_path(study)).read_text())
-    return rows + [("fallback", _state(_count(study, _entries(fallback_experiments(study))), "re-runs", True))]
+    return rows
 
 
 def render(rows: list[tuple[str, str]]) -> str:

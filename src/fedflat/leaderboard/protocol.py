@@ -15,7 +15,6 @@ config/leaderboard.yaml is a study config whose `leaderboard:` section stands in
       metric: last10_acc        # selection criterion on the validation split
       lr: [0.03, 0.1, 0.3, 1.0]  # the local-lr grid, the same for every method
       budget: 4                 # at most this many points in a method's own grid (the product of its lists)
-      on_divergence: lower_lr   # a final seed diverged: re-run the method at its best cell of a lower lr (or: none)
     methods:                    # every preset that trains one global model, with its key hyperparameters' grid
       fedavg: {}
       fedsam: {rho: [0.01, 0.05, 0.1, 0.5]}
@@ -25,9 +24,9 @@ config/leaderboard.yaml is a study config whose `leaderboard:` section stands in
 times the method's grid, with `training.holdout` and `tuning.rounds` -- and into the targets: tables
 `tuning` (grid_search) and `leaderboard`, figures pareto_communication, pareto_compute, flatness_vs_accuracy,
 rank_stability. Given the tuning's choice (fedflat.leaderboard.flow), it adds the final experiments
-`final_<partition>`: every method at its chosen lr and hyperparameters, all seeds, the full budget. Given
-the fallback (flow.compute_fallback, with `on_divergence: lower_lr`), it adds `fallback_<partition>`: each
-method with a diverged final seed, all seeds again, at its best tuning cell below the lr that blew up.
+`final_<partition>`: every method at its chosen lr and hyperparameters, all seeds, the full budget. A final
+seed that diverges counts as diverged in the rank: v1's post-hoc re-run at a lower lr (`on_divergence:
+lower_lr`) was removed in v2, and the key is refused unless it says `none`.
 """
 from __future__ import annotations
 
@@ -39,12 +38,11 @@ from ..errors import ConfigError, choice_error
 
 KEYS = ("dataset", "model", "partitions", "seeds", "tuning", "methods", "excluded")
 TUNING_KEYS = ("partitions", "seeds", "rounds", "holdout", "metric", "trials", "lr", "lr_only", "on_divergence",
-               "continuation")
+               "continuation")  # on_divergence: only `none` (v1's lower_lr was removed in v2)
 CONTINUATION_KEYS = ("cells", "seeds")
-ON_DIVERGENCE = ("none", "lower_lr")
 FIGURES = {"pareto_communication": "Communication", "pareto_compute": "Computation",
            "flatness_vs_accuracy": "Flatness vs accuracy", "rank_stability": "Rank stability"}
-TUNING_TABLE, TABLE, CHOICE_FILE, FALLBACK_FILE = "tuning", "leaderboard", "tuning_choice.json", "fallback.json"
+TUNING_TABLE, TABLE, CHOICE_FILE = "tuning", "leaderboard", "tuning_choice.json"
 SCREEN_FILE = "screen_choice.json"
 
 
@@ -154,13 +152,11 @@ def check(lb: Any) -> dict:
     trials = tu.get("trials")  # None: grids of any size (small test studies); set: every method exactly this many
     lr = _list(tu.get("lr"), "leaderboard.tuning.lr", _pos_number)
     lr_only = _list(tu.get("lr_only", lr), "leaderboard.tuning.lr_only", _pos_number)
-    on_div = tu.get("on_divergence", "none")
-    if on_div not in ON_DIVERGENCE:
-        raise choice_error("leaderboard.tuning.on_divergence", on_div, ON_DIVERGENCE)
+    if tu.get("on_divergence", "none") != "none":
+        raise ConfigError(f"leaderboard.tuning.on_divergence: removed in v2 (lower_lr, the post-hoc lr re-choice after "
+                          f"a diverged final seed); a diverged seed counts as diverged in the rank: remove the key "
+                          f"(or set none), got {tu['on_divergence']!r}")
     cont = _check_continuation(tu.get("continuation"))
-    if cont and on_div != "none":
-        raise ConfigError("leaderboard.tuning.on_divergence: the full-horizon continuation picks per partition before any "
-                          "final run; a post-hoc lr re-choice (lower_lr) cannot be combined with it: set none")
     methods = lb.get("methods")
     if not isinstance(methods, dict) or not methods:
         raise ConfigError("leaderboard.methods: a non-empty mapping of preset to its grid")
@@ -186,7 +182,7 @@ def check(lb: Any) -> dict:
     return {"dataset": lb["dataset"], "model": lb["model"], "partitions": list(parts), "seeds": list(seeds),
             "tuning": {"partitions": list(tparts), "seeds": list(_list(tu.get("seeds"), "leaderboard.tuning.seeds", _seed)),
                        "rounds": tu["rounds"], "holdout": float(h), "metric": metric, "trials": trials,
-                       "on_divergence": on_div, "lr": list(lr), "lr_only": list(lr_only), "continuation": cont},
+                       "lr": list(lr), "lr_only": list(lr_only), "continuation": cont},
             "methods": grids, "excluded": dict(excluded)}
 
 
@@ -291,27 +287,24 @@ def choice_for(chosen: dict, protocol: dict, partition: str) -> dict:
     return tuned.get(partition) or tuned[protocol["tuning"]["partitions"][0]]
 
 
-def _final_experiments(p: dict, picks: dict, stage: str = "final") -> dict:
-    """`<stage>_<partition>` per partition with picks ({partition: {preset: {lr, params} or None}}): those methods
-    at those settings, all seeds, the full budget ("final": every method at its tuned choice; "fallback": the
-    methods re-run at a lower lr after a diverged seed)."""
-    what = {"final": "every method at its chosen setting", "fallback": "methods re-run at a lower lr"}[stage]
+def _final_experiments(p: dict, picks: dict) -> dict:
+    """`final_<partition>` per partition with picks ({partition: {preset: {lr, params} or None}}): every method at
+    its chosen setting, all seeds, the full budget."""
     out = {}
     for part in p["partitions"]:
         algos = [{"preset": name, "params": c["params"], "training": {"lr": c["lr"]}}
                  for name, c in picks.get(part, {}).items() if c is not None and name in p["methods"]]
         if algos:
-            out[exp_name(stage, part)] = {
-                "description": f"leaderboard on {part}: {what}",
+            out[exp_name("final", part)] = {
+                "description": f"leaderboard on {part}: every method at its chosen setting",
                 "datasets": [p["dataset"]], "models": [p["model"]], "partitions": [part], "seeds": p["seeds"],
                 "algorithms": algos}
     return out
 
 
-def prepare(config: dict, chosen: dict | None = None, fallback: dict | None = None,
-            screen: dict | None = None) -> tuple[dict, dict]:
+def prepare(config: dict, chosen: dict | None = None, screen: dict | None = None) -> tuple[dict, dict]:
     """(a plain study config: tuning (screen) experiments; the continuation given `screen`; final ones, and with
-    the continuation the rho = 0 ablations, given `chosen`; fallback ones given `fallback`; the protocol)."""
+    the continuation the rho = 0 ablations, given `chosen`; the protocol)."""
     if config.get("experiments"):
         raise ConfigError("experiments: a leaderboard config generates its experiments from leaderboard:; remove them")
     protocol = check(config["leaderboard"])
@@ -330,9 +323,6 @@ def prepare(config: dict, chosen: dict | None = None, fallback: dict | None = No
         cfg["experiments"].update(_final_experiments(protocol, picks))
         if protocol["tuning"]["continuation"]:
             cfg["experiments"].update(_ablation_experiments(protocol, picks))
-    if fallback is not None:
-        picks = {part: {name: f["to"] for name, f in fb.items()} for part, fb in fallback["partitions"].items()}
-        cfg["experiments"].update(_final_experiments(protocol, picks, stage="fallback"))
     tune_exps = list(_tuning_experiments(protocol))
     cfg["tables"] = {**(cfg.get("tables") or {}),
                      TUNING_TABLE: {"kind": "grid_search", "experiments": tune_exps, "param": "lr",

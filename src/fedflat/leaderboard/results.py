@@ -37,7 +37,6 @@ def load_runs(entries: list[dict], hessian: bool = True) -> pd.DataFrame:
         ok = s["status"] == "completed"
         per_client = m["clients"].clip(lower=1)
         row = {k: e[k] for k in ("partition", "method", "preset", "seed")}
-        row["stage"] = e.get("stage", "final")  # "fallback": a re-run at a lower lr after a diverged seed
         row.update({
             "status": s["status"], "final_acc": 100 * s["final_acc"] if ok else np.nan,
             "last10_acc": 100 * s["last10_acc"] if ok else np.nan,
@@ -106,29 +105,3 @@ def per_method(runs: pd.DataFrame, partitions: list[str]) -> pd.DataFrame:
         out.loc[sel, "ok_rank"] = out.loc[sel, "method"].map(r_ok)
     order = {p: i for i, p in enumerate(partitions)}
     return out.sort_values(["partition", "rank"], key=lambda s: s.map(order) if s.name == "partition" else s)
-
-
-def _redone(runs: pd.DataFrame) -> pd.Series:
-    """Per run: does its (partition, method) have fallback re-runs (a seed diverged at the tuned lr)?"""
-    fb = runs[runs["stage"] == "fallback"]
-    keys = set(zip(fb["partition"], fb["method"]))
-    return pd.Series([k in keys for k in zip(runs["partition"], runs["method"])], index=runs.index, dtype=bool)
-
-
-def ranked_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs a method is ranked by: its re-runs at the fallback lr where it has them, else its runs at the
-    tuned choice."""
-    return runs[(runs["stage"] == "fallback") | ~_redone(runs)]
-
-
-def leaderboard_frame(runs: pd.DataFrame, partitions: list[str]) -> pd.DataFrame:
-    """per_method over the ranked runs; `fallback` marks the methods ranked by their re-runs and `tuned_rank` is
-    every method's rank at the tuned choice alone (a diverged seed ranks last), so a reader sees what the fallback
-    changed."""
-    ranked = ranked_runs(runs)
-    agg = per_method(ranked, partitions)
-    redone = _redone(ranked).groupby([ranked["partition"], ranked["method"]]).any()
-    agg["fallback"] = [bool(redone[k]) for k in zip(agg["partition"], agg["method"])]
-    tuned = per_method(runs[runs["stage"] == "final"], partitions).set_index(["partition", "method"])["rank"]
-    agg["tuned_rank"] = [tuned.get(k, np.nan) for k in zip(agg["partition"], agg["method"])]
-    return agg

@@ -13,7 +13,7 @@ from ..recorded import SUMMARY, read_outcome
 from ..run_paths import run_of_file
 from ..util.io import write_text
 from .flatness import MEASURES, flatness_correlations, value_text
-from .results import REACH, leaderboard_frame, load_runs, partition_title
+from .results import REACH, load_runs, partition_title, per_method
 from .stats import ascent_verdict
 
 
@@ -32,14 +32,7 @@ def protocol_text(m: dict) -> str:
             f"key hyperparameters, or {len(tu['lr_only'])} lr values for a method without one; "
             f"seeds {tu['seeds']}, on {', '.join(tu['partitions'])}, scored by {tu['metric']} "
             f"on a validation split of {100 * tu['holdout']:g} % of every client's training samples (never the test "
-            f"split); grid, scores and choices: tuning.md.{_fallback_rule(tu)}{scale}")
-
-
-def _fallback_rule(tu: dict) -> str:
-    if tu.get("on_divergence", "none") != "lower_lr":
-        return ""
-    return (" Divergence fallback, the same for every method and applied once: a method with a diverged final seed "
-            "is re-run, all seeds, at its best validation cell with a smaller lr, and ranked by those runs.")
+            f"split); grid, scores and choices: tuning.md.{scale}")
 
 
 def _diverged_text(r) -> str:
@@ -67,34 +60,14 @@ def _blowups(bad: pd.DataFrame, titles: dict) -> str:
                      for meth, g in bad.sort_values(["partition", "seed"]).groupby("method", sort=True))
 
 
-def _diverged_runs(runs: pd.DataFrame, agg: pd.DataFrame, fallback: dict, titles: dict, rounds) -> str:
+def _diverged_runs(runs: pd.DataFrame, titles: dict, rounds) -> str:
     """Every diverged run and the round it blew up in (a late blow-up at an lr that was stable for the tuning
-    horizon is the short-horizon tuning's blind spot, docs/leaderboard.md), and what each fallback re-run gave."""
-    final, redo = runs[runs["stage"] == "final"], runs[runs["stage"] == "fallback"]
-    bad = final[final["status"] != "completed"]
-    out = f"## Diverged runs ({len(bad)} of {len(final)} at the tuned choice)\n\n"
+    horizon is the short-horizon tuning's blind spot, docs/leaderboard.md)."""
+    bad = runs[runs["status"] != "completed"]
+    out = f"## Diverged runs ({len(bad)} of {len(runs)} at the tuned choice)\n\n"
     if bad.empty:
         return out + "None.\n"
-    out += f"The round (of {rounds}) in which the loss or the weights became non-finite: {_blowups(bad, titles)}.\n"
-    if not fallback:
-        return out
-    by = agg.set_index(["partition", "method"])
-    lines = []
-    for part, methods in fallback.items():
-        for meth, f in sorted(methods.items()):
-            head = f"- {titles[part]}, {meth}: lr {f['from']['lr']:g} diverged on seed(s) {', '.join(map(str, f['diverged']))}"
-            if not f["to"]:
-                lines.append(head + "; no tuning cell with a smaller lr worked, so it keeps its diverged seeds.")
-                continue
-            r = by.loc[(part, meth)]
-            got = _diverged_text(r) if r["diverged"] else f"{r['final_acc']:.2f} ± {r['final_std']:.2f} %"
-            lines.append(head + f"; re-run at {setting_text({'lr': f['to']['lr'], **f['to']['params']})} (validation "
-                         f"{f['to']['score']:.2f} %): {got}, rank {_num(r['rank'], '{:g}')} (at the tuned lr: "
-                         f"{_num(r['tuned_rank'], '{:g}')}).")
-    still = redo[redo["status"] != "completed"]
-    tail = f"\n\nRe-runs that diverged as well: {_blowups(still, titles)}.\n" if len(still) else "\n"
-    return (out + f"\n### Fallback ({len(lines)} methods re-run at a smaller lr, {len(redo)} runs)\n\n"
-            + "\n".join(lines) + tail)
+    return out + f"The round (of {rounds}) in which the loss or the weights became non-finite: {_blowups(bad, titles)}.\n"
 
 
 def edges(c: dict, grid: dict) -> list[str]:
@@ -110,8 +83,7 @@ def _chosen_text(c: dict, grid: dict | None = None) -> str:
         return "—"
     text = setting_text({"lr": c["lr"], **c["params"]})
     edge = edges(c, grid or {})
-    text += f" [edge: {', '.join(edge)}]" if edge else ""
-    return text + (f" (↓ from lr={c['from_lr']:g})" if "from_lr" in c else "")
+    return text + (f" [edge: {', '.join(edge)}]" if edge else "")
 
 
 def _ablation_section(m: dict, agg: pd.DataFrame, titles: dict) -> str:
@@ -142,17 +114,16 @@ def _ablation_section(m: dict, agg: pd.DataFrame, titles: dict) -> str:
               "method's final test accuracy over seeds, and ρ = 0 is better where −Δ does.\n")
 
 
-def _partition_table(df: pd.DataFrame, chosen: dict, fallback: bool, trials: dict | None = None,
+def _partition_table(df: pd.DataFrame, chosen: dict, trials: dict | None = None,
                      grids: dict | None = None) -> pd.DataFrame:
-    """One row per method; with the fallback rule the second rank is the one at the tuned lr alone (what the
-    fallback changed), without it the rank over completed seeds (where a blow-up decided the place)."""
+    """One row per method; the second rank is the one over completed seeds (where it differs from the primary
+    rank, a blow-up decided the place)."""
     rows = []
-    second = ("Rank at tuned lr", "tuned_rank") if fallback else ("Rank, completed seeds", "ok_rank")
     for _, r in df.iterrows():
         c = chosen.get(r["method"]) or {}
         acc = _diverged_text(r) if r["diverged"] else f"{r['final_acc']:.2f} ± {r['final_std']:.2f}"
         rows.append({"Rank": _num(r["rank"], "{:g}"), "Band": _num(r.get("band"), "{:g}"),
-                     second[0]: _num(r[second[1]], "{:g}"),
+                     "Rank, completed seeds": _num(r["ok_rank"], "{:g}"),
                      "Method": r["method"], "Trials": (trials or {}).get(r["method"], "—"), "Final acc (%)": acc,
                      "Last 10 % (%)": _num(r["last10_acc"], "{:.2f}"), "λ_max": _num(r["lambda_max"]),
                      "Tr(H)": _num(r["trace"]), "Flatness dist.": _num(r["flatness"]),
@@ -162,18 +133,10 @@ def _partition_table(df: pd.DataFrame, chosen: dict, fallback: bool, trials: dic
     return pd.DataFrame(rows)
 
 
-def _second_rank_text(fallback: bool) -> str:
-    if fallback:
-        return ("\"↓ from lr\": the method diverged at its tuned lr and is ranked by its re-runs at the setting shown "
-                "(the divergence fallback); \"Rank at tuned lr\" is the rank every method would have without it.")
-    return "\"Rank, completed seeds\" ranks every method by the mean of its completed seeds alone."
-
-
 def render_leaderboard(m: dict, out_base: Path) -> pd.DataFrame:
     parts = m["partitions"]
     runs = load_runs(m["entries"])
-    agg = leaderboard_frame(runs, parts)
-    fallback = m["protocol"]["tuning"].get("on_divergence") == "lower_lr"
+    agg = per_method(runs, parts)
     titles = {p: partition_title(p) for p in parts}
     rank_wide = agg.pivot(index="method", columns="partition", values="rank")[parts]
     rank_wide["mean rank"] = rank_wide.mean(axis=1)
@@ -183,14 +146,14 @@ def render_leaderboard(m: dict, out_base: Path) -> pd.DataFrame:
                 rank_wide.map(lambda v: _num(v, "{:.3g}")).to_markdown(disable_numparse=True) + "\n"]
     tex = []
     for p in parts:
-        t = _partition_table(agg[agg["partition"] == p], m["chosen"].get(p, {}), fallback, m.get("trials"),
+        t = _partition_table(agg[agg["partition"] == p], m["chosen"].get(p, {}), m.get("trials"),
                              m.get("grids"))
         sections += [f"## {titles[p]}\n", t.to_markdown(index=False, disable_numparse=True) + "\n"]
         tex.append(t.to_latex(index=False, escape=True, caption=f"Leaderboard, {titles[p]}", label=f"tab:leaderboard_{p}"))
     sections.append(_flatness_section(agg, m["chosen"], parts, titles))
     if m.get("ablations"):
         sections.append(_ablation_section(m, agg, titles))
-    sections.append(_diverged_runs(runs, agg, m.get("fallback") or {}, titles, m["protocol"]["training"].get("rounds")))
+    sections.append(_diverged_runs(runs, titles, m["protocol"]["training"].get("rounds")))
     dropped = sorted({meth for p in parts for meth, c in m["chosen"].get(p, {}).items() if c is None})
     excluded = "; ".join(f"{k} ({v})" for k, v in m["protocol"]["excluded"].items())
     sections.append(
@@ -203,7 +166,8 @@ def render_leaderboard(m: dict, out_base: Path) -> pd.DataFrame:
         f"brackets); Band: methods whose means differ by less than their pooled seed standard deviation share a "
         f"band (opened by its best method); Trials: tuning trials of the method; [edge: k]: the chosen k lies on "
         f"the edge of a grid of 3 or more values; its curvature, flatness and wall time average its completed "
-        f"seeds. {_second_rank_text(fallback)} Pareto figures: cost until a run first reaches {100 * REACH:g} % of its own final accuracy.\n\n"
+        f"seeds. \"Rank, completed seeds\" ranks every method by the mean of its completed seeds alone. Pareto "
+        f"figures: cost until a run first reaches {100 * REACH:g} % of its own final accuracy.\n\n"
         f"Not ranked (the reason in brackets): {excluded or 'none'}.\n\n"
         f"No working setting in the tuning grid (every point diverged; not run): {', '.join(dropped) or 'none'}.\n")
     write_text(out_base.with_suffix(".md"), "\n".join(sections))

@@ -137,31 +137,29 @@ def grid_means(df):
     return table[sorted(table.columns)]
 
 
-def ranked_cells(mean, below: dict | None = None) -> dict[str, list[tuple]]:
+def ranked_cells(mean) -> dict[str, list[tuple]]:
     """Per method, its completed (row, value, mean) cells, best first; ties: the earlier row, then the smaller
-    value. `below`: {method: v} keeps that method's cells with value < v. A diverged cell (NaN) is never listed."""
-    below = below or {}
+    value. A diverged cell (NaN) is never listed."""
     out: dict[str, list] = {}
     for i, ((method, row), r) in enumerate(mean.iterrows()):
         cells = out.setdefault(method, [])
         for value, acc in r.items():
-            if acc == acc and not (method in below and not value < below[method]):
+            if acc == acc:
                 cells.append((i, row, value, acc))
     return {m: [(row, value, acc) for _, row, value, acc in sorted(c, key=lambda c: (-c[3], c[0], c[2]))]
             for m, c in out.items()}
 
 
-def _choose(mean, below: dict | None = None) -> dict:
+def _choose(mean) -> dict:
     """Per method, the best (row, value, mean) cell (ranked_cells' first), None where every cell diverged."""
-    return {m: (cells[0] if cells else None) for m, cells in ranked_cells(mean, below).items()}
+    return {m: (cells[0] if cells else None) for m, cells in ranked_cells(mean).items()}
 
 
-def grid_choice(m: dict, below: dict | None = None) -> dict:
-    """{method: {value, row (the other hyperparameters), preset, score (%)} or None where every cell diverged};
-    `below` ({method: v}) restricts a method to its cells with value < v (the leaderboard's divergence fallback)."""
+def grid_choice(m: dict) -> dict:
+    """{method: {value, row (the other hyperparameters), preset, score (%)} or None where every cell diverged}."""
     df = grid_scores(m)
     out = {}
-    for method, best in _choose(grid_means(df), below).items():
+    for method, best in _choose(grid_means(df)).items():
         if best is None:
             out[method] = None
             continue
