@@ -49,3 +49,12 @@ def test_a_missing_seed_is_not_within():
     cells = reading_cells(runs)
     assert cell_mean(cells[("FedSMOO", "q4", "compress")]) is None
     assert adopt(cells, PAPER)["FedSMOO"]["reading"] == "raw"
+
+
+def test_a_method_whose_readings_are_one_computation_is_named():
+    runs = _runs(lambda m, col, rd, seed: 70.0 + seed if m == "FedLESAM-D" else {"compress": 20.0}.get(rd, 80.0))
+    runs["up_bytes_total"] = [1000 if (m == "FedLESAM-D" or e.endswith("_compress")) else 2000
+                              for m, e in zip(runs["label"], runs["experiments"])]
+    from fedflat.evidence.readings import coinciding
+
+    assert coinciding(runs) == ["FedLESAM-D"]

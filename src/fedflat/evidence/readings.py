@@ -41,6 +41,25 @@ def reading_cells(runs) -> dict[tuple[str, str, str], dict]:
     return out
 
 
+def coinciding(runs) -> list[str]:
+    """The methods whose readings are one computation: wherever two or more readings of a (column, seed) are
+    recorded, they sent the same uplink bytes and reached the same accuracy (the method sends no second vector
+    through the compressor, so `other_vectors` cannot act)."""
+    seen: dict[tuple, set] = {}
+    for _, r in runs.iterrows():
+        for exp in str(r["experiments"]).split(";"):
+            m = _EXPERIMENT.match(exp)
+            if m is not None and r["label"] in METHODS:
+                seen.setdefault((r["label"], m.group(1), r["seed"]), set()).add(
+                    (m.group(2), str(r["up_bytes_total"]), str(r["last10_acc"])))
+    out = []
+    for method in METHODS:
+        groups = [g for (meth, _, _), g in seen.items() if meth == method and len(g) > 1]
+        if groups and all(len({(b, a) for _, b, a in g}) == 1 for g in groups):
+            out.append(method)
+    return out
+
+
 def cell_mean(cell: dict | None) -> float | None:
     """The mean over seeds of a cell whose every seed completed; None otherwise."""
     if cell is None or cell["diverged"] or cell["seeds"] < len(SEEDS):
@@ -109,6 +128,12 @@ def block(ctx) -> str:
             mark = " **(adopted)**" if picks.get(method, {}).get("reading") == reading else ""
             lines.append(f"| {method} | {reading}{mark} | " + " | ".join(row) + f" | {n} |")
     lines.append("")
+    same = coinciding(runs)
+    if same:
+        lines.append("Readings that coincide: " + ", ".join(same) + " sent the same uplink bytes and reached the same "
+                     "accuracy under every reading wherever two are recorded for one column and seed: it sends no "
+                     "second vector through the compressor here, so the reading cannot act and the rule's tie order "
+                     "decides.")
     if complete:
         lines.append("Adopted by the rule: " + "; ".join(f"{m}: `{p['reading']}` ({p['within'][p['reading']]} of "
                                                          f"{len(COLUMNS)} columns within 2 points)"
