@@ -120,3 +120,19 @@ def test_statement_errors_name_the_key(tmp_path):
         {"scopes": [{"experiments": "*", "training": {"lr": 0.1}}]}))
     with pytest.raises(ConfigError, match=r"scopes\[0\]\.training\.lr: must be"):
         load_statement("toy", tmp_path)
+
+
+def test_checker_compares_a_methods_own_uplink_keys(tmp_path):
+    """A method's stated uplink keys (how a 2x method sends its second vector) go over the scope's uplink."""
+    catalog = CATALOG.replace("    algorithms: [fedavg, {preset: fedsam, params: {rho: 0.1}}]\n    seeds: [0, 1]",
+                              "    algorithms: [fedavg, {preset: fedsam, params: {rho: 0.1}, uplink: {other_vectors: raw}}]\n"
+                              "    seeds: [0, 1]\n    uplink: {kind: quant, bits: 4}")
+    st = STATEMENT.replace('      fedsam: {rho: {value: 0.1, source: "Sec. 2"}}',
+                           '      fedsam:\n        rho: {value: 0.1, source: "Sec. 2"}\n'
+                           '        uplink: {value: {other_vectors: raw}, source: "unstated: measured"}')
+    st = st.replace('    partition: {value: dir0.1-lda, source: "Sec. 2"}',
+                    '    partition: {value: dir0.1-lda, source: "Sec. 2"}\n    uplink: {value: {kind: quant, bits: 4}, source: "Sec. 3"}')
+    assert _toy(tmp_path, st, catalog) == []
+    found = _toy(tmp_path, st.replace("{other_vectors: raw}", "{other_vectors: error_feedback}"), catalog)
+    assert len(found) == 2 and {f.key for f in found} == {"uplink"}  # FedSAM's two seeds, FedAvg unaffected
+    assert "error_feedback" in str(found[0]) and "raw" in str(found[0])

@@ -16,6 +16,7 @@ paper it comes from:
             beta: {value: 0.9, source: "Sec. VI-A"}
             rho: {sweep: [0.001, 0.01], source: "Fig. 5"}   # the set of values over the experiment's runs
             training: {weight_decay: {value: 0, source: ...}}  # per-method training settings
+            uplink: {value: {other_vectors: raw}, source: ...}  # keys over the scope's uplink, for this method
 
 A `source` that starts with "unstated:" marks a value the paper leaves open; the rest of the
 sentence says how ours was chosen (a validation split, another paper's code, ...).
@@ -236,8 +237,12 @@ def check(paper: str, root: Path | str = "config/papers") -> list[Finding]:
                 canon = [canonical_partition(str(v), spec.training["dirichlet_variant"]) for v in values]
                 if spec.partition not in canon:
                     add(run, "partition", s.value, spec.partition, s.source)
-            if "uplink" in st and not _same(st["uplink"].value or {}, spec.uplink or {}):
-                add(run, "uplink", st["uplink"].value, spec.uplink, st["uplink"].source)
+            if "uplink" in st or "uplink" in alg:  # a method's own keys (e.g. how it sends a second vector) on top
+                base_up, own_up = st.get("uplink"), alg.get("uplink")
+                want = {**((base_up.value if base_up else None) or {}), **((own_up.value if own_up else None) or {})}
+                if not _same(want, spec.uplink or {}):
+                    source = "; ".join(x.source for x in (base_up, own_up) if x is not None)
+                    add(run, "uplink", want, spec.uplink, source)
             preset = PRESETS.get(spec.algorithm)
             base = preset.resolve({})
             required = set(preset.defaults) | {k for k, v in spec.hparams.items() if not _same(base.get(k), v)}
@@ -245,7 +250,7 @@ def check(paper: str, root: Path | str = "config/papers") -> list[Finding]:
                 if k not in alg:
                     add(run, f"algorithms.{spec.algorithm}.{k}", _MISSING, spec.hparams.get(k))
             for k, s in alg.items():
-                if k == "training" or s.sweep:
+                if k in ("training", "uplink") or s.sweep:
                     continue
                 if k not in spec.hparams:
                     add(run, f"algorithms.{spec.algorithm}.{k}", s.value, "(no such hyperparameter)", s.source)
