@@ -93,3 +93,13 @@ def test_a_choice_on_the_edge_of_a_three_point_grid_is_marked(tmp_path):
     m["entries"] = [e for e in m["entries"] if e["method"] == "FedSAM"]
     render_grid(m, tmp_path / "two")
     assert "of its grid |" not in (tmp_path / "two.md").read_text()
+
+
+def test_a_cell_with_one_diverged_seed_is_never_picked(tmp_path):
+    """rho 0.1's surviving seed scores highest of all, but its other seed diverged: the setting diverged during
+    tuning, so it is shown as diverged and 0.01 is picked (not the mean of the seeds that survived)."""
+    study = load_study(_config())
+    m = _fake_runs(study, tmp_path, lambda meth, v, s: (None if s == 1 else 0.95) if v == 0.1 else 0.8)
+    m["entries"] = [e for e in m["entries"] if e["method"] == "FedSAM"]
+    assert render_grid(m, tmp_path / "out") == {"FedSAM": 0.01}
+    assert "95.00" not in (tmp_path / "out.md").read_text()

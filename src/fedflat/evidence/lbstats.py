@@ -127,32 +127,32 @@ def primary_ranks(runs: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def _cells(r: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """One row per (partition, preset, lr, setting): the metric's mean over the cell's seeds, NaN where a seed
-    diverged (such a cell is never picked), and the seed count."""
-    r = r.assign(lr_value=r["lr"].astype(float), setting=r["hparams"].map(lambda h: json.dumps(json.loads(h), sort_keys=True)),
-                 _acc=r[metric].astype(float).where(r["status"] == "completed"))
-    g = r.groupby(["partition", "preset", "lr_value", "setting"], sort=True)
-    return g.agg(label=("label", "first"), score=("_acc", lambda s: float(s.mean()) if s.notna().all() else float("nan")),
-                 seeds=("_acc", "size")).reset_index()
+def _grid_frame(sub: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Records as papers.kinds_tuning.grid_scores lays out a grid (method = preset, row = the settings as JSON,
+    value = lr, acc NaN unless the run completed), so the pages apply the checkpoints' own selection rule."""
+    return pd.DataFrame({"method": sub["preset"].to_numpy(),
+                         "row": sub["hparams"].map(lambda h: json.dumps(json.loads(h), sort_keys=True)).to_numpy(),
+                         "value": sub["lr"].astype(float).to_numpy(), "seed": sub["seed"].to_numpy(),
+                         "acc": sub[metric].astype(float).where(sub["status"] == "completed").to_numpy()})
 
 
 def continuation_choices(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.DataFrame:
     """Per (partition, preset): the pick of the v2 choice, its best full-horizon validation cell among the
-    continued ones (mean over the continuation seeds; a cell with a diverged seed is never picked; ties: the
-    smaller lr), with `continued` (cells run) and `diverged` (cells with a diverged seed). A method whose every
+    continued ones by the choice checkpoint's own rule (kinds_tuning.cell_means and ranked_cells: the mean over
+    the continuation seeds, a cell with a diverged seed never picked; ties: the earlier cell, then the smaller
+    lr), with `continued` (cells run) and `diverged` (cells with a diverged seed). A method whose every
     continued cell diverged has lr NaN: it is left out of the final runs."""
+    from ..papers.kinds_tuning import cell_means, ranked_cells
+
     r = with_stage(runs)
-    cells = _cells(r[r["stage"] == "continuation"], metric)
     out = []
-    for (part, preset), sub in cells.groupby(["partition", "preset"], sort=True):
-        ok = sub[sub["score"].notna()].sort_values(["score", "lr_value"], ascending=[False, True], kind="stable")
-        best = ok.iloc[0] if len(ok) else None
+    for (part, preset), sub in r[r["stage"] == "continuation"].groupby(["partition", "preset"], sort=True):
+        means = cell_means(_grid_frame(sub, metric))
+        best = next(iter(ranked_cells(means.unstack("value")).get(preset, [])), None)
         out.append({"partition": part, "preset": preset, "label": str(sub["label"].iloc[0]).split(" lr=")[0],
-                    "lr": float(best["lr_value"]) if best is not None else float("nan"),
-                    "params": json.loads(best["setting"]) if best is not None else {},
-                    "score": float(best["score"]) if best is not None else float("nan"),
-                    "continued": len(sub), "diverged": int(sub["score"].isna().sum())})
+                    "lr": float(best[1]) if best else float("nan"), "params": json.loads(best[0]) if best else {},
+                    "score": float(best[2]) if best else float("nan"),
+                    "continued": len(means), "diverged": int(means.isna().sum())})
     return pd.DataFrame(out, columns=["partition", "preset", "label", "lr", "params", "score", "continued", "diverged"])
 
 
@@ -165,16 +165,17 @@ def ablation_verdicts(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.Data
     r = with_stage(runs)
     if not (r["stage"] == "ablation").any():
         return pd.DataFrame()
+    from ..papers.kinds_tuning import cell_means
+
     picks = continuation_choices(runs, metric).set_index(["partition", "preset"])
-    abl = _cells(r[r["stage"] == "ablation"], metric)
     fin = final_means(runs).set_index(["partition", "preset"]) if (r["stage"] == "final").any() else None
     out = []
-    for a in abl.itertuples():
-        key = (a.partition, a.preset)
-        pick = float(picks["score"].get(key, float("nan")))
-        std = float(fin["std"].get(key, float("nan"))) if fin is not None else float("nan")
-        d = pick - a.score
-        out.append({"partition": a.partition, "preset": a.preset, "label": str(a.label).split(" lr=")[0],
-                    "lr": a.lr_value, "pick": pick, "ablation": a.score, "delta": d, "std": std,
-                    "verdict": ascent_verdict(d, std)})
+    for (part, preset), sub in r[r["stage"] == "ablation"].groupby(["partition", "preset"], sort=True):
+        for (_, _, lr), score in cell_means(_grid_frame(sub, metric)).items():  # one rho = 0 cell per pick
+            pick = float(picks["score"].get((part, preset), float("nan")))
+            std = float(fin["std"].get((part, preset), float("nan"))) if fin is not None else float("nan")
+            d = pick - score
+            out.append({"partition": part, "preset": preset, "label": str(sub["label"].iloc[0]).split(" lr=")[0],
+                        "lr": lr, "pick": pick, "ablation": score, "delta": d, "std": std,
+                        "verdict": ascent_verdict(d, std)})
     return pd.DataFrame(out)

@@ -131,9 +131,16 @@ def grid_scores(m: dict):
     return pd.DataFrame(rows)
 
 
+def cell_means(df):
+    """(method, row, value) -> the criterion's mean over the cell's seeds; NaN where any seed diverged, so a
+    setting that diverged during tuning is never picked (not the mean of the seeds that survived)."""
+    return df.groupby(["method", "row", "value"], sort=False)["acc"].agg(
+        lambda s: float(s.mean()) if s.notna().all() else float("nan"))
+
+
 def grid_means(df):
-    """(method, row) x value: the criterion's mean over seeds, columns in increasing value, rows in grid order."""
-    table = df.groupby(["method", "row", "value"], sort=False)["acc"].mean().unstack("value")
+    """(method, row) x value: cell_means, columns in increasing value, rows in grid order."""
+    table = cell_means(df).unstack("value")
     return table[sorted(table.columns)]
 
 
