@@ -166,8 +166,13 @@ def _entry_uplink(ename: str, uplink: dict, a: AlgoEntry) -> dict:
     if not uplink:
         raise ConfigError(f"{key}: the experiment sends its uplink uncompressed; there is nothing to override")
     merged = {**uplink, **a.uplink}
-    COMPRESSORS.get(merged["kind"], key=key)(**{k: v for k, v in merged.items() if k != "kind"})
+    _check_uplink(merged, key)
     return merged
+
+
+def _check_uplink(uplink: dict, key: str) -> None:
+    """The compressor validates its parameters at parse time, naming `key`."""
+    COMPRESSORS.get(uplink.get("kind"), key=key)(**{k: v for k, v in uplink.items() if k != "kind"})
 
 
 def _analysis(base, override, key: str) -> dict:
@@ -244,8 +249,7 @@ def _expand(config: dict, targets: bool = True) -> Study:
         if uplink and uplink.get("kind", "none") == "none":
             uplink = {}
         if uplink:
-            COMPRESSORS.get(uplink.get("kind"), key=f"experiments.{ename}.uplink.kind")(
-                **{k: v for k, v in uplink.items() if k != "kind"})  # validates its parameters at parse time
+            _check_uplink(uplink, f"experiments.{ename}.uplink.kind")
         if exp.get("missing_classes", "error") not in ("error", "allow"):
             raise choice_error(f"experiments.{ename}.missing_classes", exp.get("missing_classes"), ("error", "allow"))
         for s in seeds:

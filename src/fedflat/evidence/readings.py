@@ -102,8 +102,9 @@ def _fmt(cell: dict | None) -> str:
     if mean is not None:
         return f"{mean:.2f}"
     done = ", ".join(f"{a:.2f}" for a in cell["acc"])
-    return f"{cell['diverged']}/{cell['seeds']} seeds diverged" + (f" (completed: {done})" if done else "") \
-        if cell["diverged"] else f"{cell['seeds']} of {len(SEEDS)} seeds: {done}"
+    if not cell["diverged"]:
+        return f"{cell['seeds']} of {len(SEEDS)} seeds: {done}"
+    return f"{cell['diverged']}/{cell['seeds']} seeds diverged" + (f" (completed: {done})" if done else "")
 
 
 def block(ctx) -> str:
@@ -116,7 +117,8 @@ def block(ctx) -> str:
     head = ["| method | reading | " + " | ".join(COLUMNS.values()) + " | columns within 2 points |",
             "|---|---|" + "---|" * len(COLUMNS) + "---|"]
     complete = recorded >= expected
-    picks = adopt(cells, pub) if complete else {}
+    within = adopt(cells, pub)  # the rule's counts, shown while the stage runs; adopted only once complete
+    picks = within if complete else {}
     lines = [f"Validation accuracy (%, last 10 % of rounds, mean over seeds {SEEDS[0]}-{SEEDS[-1]}) of the 2x "
              f"methods under each reading of their second uplink vector, block A; the paper's test accuracy in the "
              f"`paper` rows. Recorded runs: {recorded} of {expected} (`{STUDY}`).", ""] + head
@@ -124,7 +126,7 @@ def block(ctx) -> str:
         lines.append(f"| {method} | paper | " + " | ".join(f"{v:.2f}" for v in pub[method]) + " | |")
         for reading in READINGS:
             row = [_fmt(cells.get((method, c, reading))) for c in COLUMNS]
-            n = adopt(cells, pub)[method]["within"][reading]
+            n = within[method]["within"][reading]
             mark = " **(adopted)**" if picks.get(method, {}).get("reading") == reading else ""
             lines.append(f"| {method} | {reading}{mark} | " + " | ".join(row) + f" | {n} |")
     lines.append("")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..recorded import recorded
 from .flow import choice_path, continuation_on, screen_path
 
 
@@ -15,15 +14,17 @@ def _count(study, runs) -> dict:
     """Done (on disk or recorded), recorded, diverged and Hessian-done counts of [(run id, labels)]."""
     out = {"runs": 0, "done": 0, "recorded": 0, "diverged": 0, "hessians": 0}
     for rid, _ in runs:
-        d = Path(study.run_dir(rid))
-        rec = recorded(rid) if study.reuse_evidence else None
         out["runs"] += 1
-        s = json.loads((d / "summary.json").read_text()) if (d / "summary.json").exists() else rec
+        try:
+            s = study.outcome(rid)  # summary.json, or the committed record ("source" says which)
+        except FileNotFoundError:
+            s = None
         if s is not None:
             out["done"] += 1
-            out["recorded"] += not (d / "summary.json").exists()
+            out["recorded"] += "source" in s
             out["diverged"] += s["status"] != "completed"
-        out["hessians"] += (d / "hessian.json").exists() or (rec is not None and rec["lambda_max"] is not None)
+        out["hessians"] += Path(study.run_dir(rid), "hessian.json").exists() or (
+            s is not None and s.get("lambda_max") is not None)
     return out
 
 
