@@ -39,6 +39,8 @@ def screen_choices(runs: pd.DataFrame, grids: dict[str, dict], lr: list, lr_only
     then the earlier grid value) and whether the choice sits on an edge of its grid: the lr at the lowest or
     highest grid value, or an own key with 3 or more values at its lowest or highest. `rho0` marks a choice
     with rho = 0 (the method's ascent switched off)."""
+    from ..leaderboard.table import edges as table_edges
+
     r = with_stage(runs)
     r = r[(r["stage"] == "screen") & (r["status"] == "completed")]
     out = []
@@ -48,13 +50,8 @@ def screen_choices(runs: pd.DataFrame, grids: dict[str, dict], lr: list, lr_only
         best = sub.loc[sub[metric].astype(float).idxmax()] if sub[metric].notna().any() else None
         if best is None:
             continue
-        lrs = lr if grid else lr_only
-        edges = []
-        if float(best["lr"]) in (min(lrs), max(lrs)):
-            edges.append("lr")
-        for k, values in grid.items():
-            if len(values) >= 3 and best["params"].get(k) in (min(values), max(values)):
-                edges.append(k)
+        edges = table_edges({"lr": float(best["lr"]), "params": best["params"]},
+                            {"lr": lr if grid else lr_only, **grid})
         out.append({"preset": preset, "label": best["label"], "lr": float(best["lr"]),
                     "params": {k: best["params"].get(k) for k in grid}, "score": float(best[metric]),
                     "edges": edges, "rho0": "rho" in grid and best["params"].get("rho") == 0.0,
