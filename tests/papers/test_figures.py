@@ -1,6 +1,7 @@
 """paper_curves / paper_sweep render from fabricated run outputs (no training)."""
 import json
 
+import numpy as np
 import pandas as pd
 
 from fedflat.papers.render import render_curves, render_sweep
@@ -37,3 +38,33 @@ def test_curves_with_nothing_logged_still_render(tmp_path):
     render_curves({"title": "t", "caption": "P Fig. 3", "y": "sol_cosine", "x": "round", "line_by": "algorithm",
                    "panels": [{"title": "a", "entries": runs}]}, out)
     assert out[0].stat().st_size > 0
+
+
+def test_sweep_of_an_analysis_file_with_a_reference_line(tmp_path):
+    """A file: metric (λ_max from a Hessian file) on log axes with the line y = 2x: the values are read from each
+    run's file (mean over seeds), and the reference line is drawn over the plotted x range."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from unittest import mock
+
+    runs = []
+    for i, (x, lam) in enumerate([(2, 3.0), (2, 5.0), (10, 15.0), (10, 17.0)]):
+        r = _run(tmp_path, f"h{i}", "FedAvg", i % 2, [0.5, 0.6])
+        (tmp_path / f"h{i}" / "hessian_r300_train.json").write_text(json.dumps({"lambda_max": lam}))
+        runs.append(r)
+    m = {"title": "", "caption": "", "metric": "file:hessian_r300_train.json:lambda_max", "xlabel": "1/η",
+         "ylabel": "λ_max", "xscale": "log", "yscale": "log", "reference": {"slope": 2.0, "label": "2/η"},
+         "series": [{"label": "IID", "points": [{"x": 2, "entries": runs[:2]}, {"x": 10, "entries": runs[2:]}]}]}
+    import matplotlib.axes
+
+    with mock.patch.object(matplotlib.axes.Axes, "errorbar", autospec=True,
+                           side_effect=matplotlib.axes.Axes.errorbar) as eb, \
+         mock.patch.object(matplotlib.axes.Axes, "plot", autospec=True, side_effect=matplotlib.axes.Axes.plot) as pl:
+        render_sweep(m, [tmp_path / "s.png"])
+    (_, xs, means), kw = eb.call_args
+    assert list(xs) == [2, 10] and list(means) == [4.0, 16.0] and np.allclose(kw["yerr"], [2 ** 0.5] * 2)  # sample std over seeds
+    ref = [c for c in pl.call_args_list if c.kwargs.get("label") == "2/η"]
+    (_, gx, gy), = [c.args for c in ref]
+    assert gx[0] == 2 and gx[-1] == 10 and list(gy) == list(2.0 * gx)
+    assert (tmp_path / "s.png").stat().st_size > 0

@@ -86,3 +86,28 @@ def test_tiny_scale_builds_end_to_end(tmp_path):
     before = time.perf_counter()
     build(study, "table1_direction_trace", tmp_path)
     assert time.perf_counter() - before < 5 and time.perf_counter() - t0 < 60
+
+
+def test_lr_sweep_shares_the_direction_runs_and_asks_for_the_round_300_hessian():
+    """The η = 0.1 points are the dir_* runs themselves (one run id: nothing trained twice); the three other lrs
+    are runs of their own; the figure and the table ask for protocol (a) at round 300 of every run."""
+    study = load_study(_config())
+    for exp, base in (("lr_iid", "dir_iid"), ("lr_dir001", "dir_dir001")):
+        by_lr = {}
+        for rid, lab in study.experiments[exp]:
+            by_lr.setdefault(study.runs[rid].training["lr"], set()).add(rid)
+        assert sorted(by_lr) == [0.01, 0.05, 0.1, 0.5] and all(len(v) == 3 for v in by_lr.values())
+        assert by_lr[0.1] == {rid for rid, _ in study.experiments[base]}
+    assert len(study.runs) == 6 + 2 * 3 * 3
+    from fedflat.study import figure_inputs
+
+    files = figure_inputs(study, "lr_sharpness")
+    assert sum(f.endswith("/hessian_r300_train.json") for f in files) == 24
+
+
+@pytest.mark.parametrize("ref", [{"slope": -2.0}, {"slope": "2"}, {"slope": 2.0, "colour": "red"}, [2.0]])
+def test_bad_sweep_reference_is_refused_naming_the_key(ref):
+    cfg = _config()
+    cfg["figures"]["lr_sharpness"]["reference"] = ref
+    with pytest.raises(ConfigError, match=r"^figures\.lr_sharpness\.reference: a mapping"):
+        load_study(cfg)

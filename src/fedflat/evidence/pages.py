@@ -14,7 +14,7 @@ from typing import Callable
 
 from . import blocks_leaderboard as lb
 from . import blocks_reproduction as rep
-from . import readings
+from . import direction, readings
 from .export import EVIDENCE, FIGURES
 from .markers import replace
 from .store import Evidence, load
@@ -32,7 +32,9 @@ PAGES: dict[str, dict[str, Callable]] = {
     "docs/reproduction.md": {"fedsynsam-summary": rep.summary,
                              **{f"fedsynsam-{t}": rep.target(t) for t in rep.TARGETS},
                              **{f"fedsynsam-{f}": rep.figure(f) for f in rep.FIGURES},
-                             "fedsynsam-readings": readings.block},
+                             "fedsynsam-readings": readings.block,
+                             "fedsynsam-table1-direction": direction.block,
+                             "fedsynsam-lr-sharpness": direction.lr_block},
 }
 
 

@@ -24,6 +24,7 @@ paper_curves: panels of per-round curves, one line per algorithm with a min-max 
 
 paper_sweep: a final metric against a swept value (λ/ρ sensitivity, participation, ...).
     series: [{label: FedNSAM, points: [{x: 0.95, select: {...}}, ...]}], metric: acc, xlabel: "λ"
+    optional: ylabel, reference: {slope: 2.0, label: "2/η"} (the line y = slope·x, e.g. GD's stability edge)
 """
 from __future__ import annotations
 
@@ -242,12 +243,21 @@ class PaperSweep:
             if not isinstance(s, dict) or "label" not in s:
                 raise ConfigError(f"figures.{name}.series[{i}]: needs 'label' and 'points'")
             figure_runs(study, name, {**spec, "points": s.get("points")}, "points")
+        for axis in ("xscale", "yscale"):
+            if spec.get(axis, "linear") not in ("linear", "log"):
+                raise choice_error(f"figures.{name}.{axis}", spec[axis], ["linear", "log"])
+        ref = spec.get("reference")
+        if ref is not None and not (isinstance(ref, dict) and set(ref) <= {"slope", "label"}
+                                    and isinstance(ref.get("slope"), (int, float)) and ref["slope"] > 0):
+            raise ConfigError(f"figures.{name}.reference: a mapping {{slope: <positive number>, label: <text>}}")
 
     @staticmethod
     def inputs(study, name, spec):
+        metric = spec.get("metric", "acc")
+        files = ("summary.json", "metrics.csv") + ((metric.split(":")[1],) if metric.startswith("file:") else ())
         out = []
         for s in spec["series"]:
-            out += _figure_inputs(study, name, {**spec, "points": s["points"]}, "points", ("summary.json", "metrics.csv"))
+            out += _figure_inputs(study, name, {**spec, "points": s["points"]}, "points", files)
         return list(dict.fromkeys(out))
 
     @staticmethod
@@ -255,7 +265,9 @@ class PaperSweep:
         series = [{"label": s["label"], "points": figure_runs(study, name, {**spec, "points": s["points"]}, "points")}
                   for s in spec["series"]]
         return {"title": spec.get("title", ""), "caption": target_caption(spec), "metric": spec.get("metric", "acc"),
-                "xlabel": spec.get("xlabel", ""), "xscale": spec.get("xscale", "linear"), "series": series}
+                "xlabel": spec.get("xlabel", ""), "xscale": spec.get("xscale", "linear"), "series": series,
+                "ylabel": spec.get("ylabel", ""), "yscale": spec.get("yscale", "linear"),
+                "reference": spec.get("reference")}
 
     @staticmethod
     def render(m, outs):
