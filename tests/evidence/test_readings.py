@@ -58,3 +58,26 @@ def test_a_method_whose_readings_are_one_computation_is_named():
     from fedflat.evidence.readings import coinciding
 
     assert coinciding(runs) == ["FedLESAM-D"]
+
+
+def test_the_catalog_runs_every_fmnist_table_two_cell_under_the_adopted_reading():
+    """Drift check between the committed stage-R evidence and the FedSynSAM catalog: every compressed Fashion-MNIST
+    run of a 2x method (blocks A, B and C) carries the reading the rule adopts from the evidence. Fails when a new
+    record changes the adoption and the catalog is not updated, or when an entry's `uplink:` is dropped."""
+    from fedflat.evidence.pages import Context
+    from fedflat.evidence.readings import STUDY, published_cells
+    from fedflat.study import load_config_file, load_study
+
+    ctx = Context()
+    picks = adopt(reading_cells(ctx.evidence(STUDY).runs()), published_cells(ctx))
+    study = load_study(load_config_file(ctx.config("papers/fedsynsam.yaml")))
+    seen = set()
+    for ename, entries in study.experiments.items():
+        if not ename.startswith("t2"):
+            continue
+        for rid, lab in entries:
+            spec = study.runs[rid]
+            if spec.dataset == "fmnist" and lab["algorithm"] in picks and spec.uplink.get("kind", "none") != "none":
+                assert spec.uplink.get("other_vectors", "compress") == picks[lab["algorithm"]]["reading"], (ename, lab)
+                seen.add((ename[:3], lab["algorithm"]))
+    assert seen == {(b, m) for b in ("t2A", "t2B", "t2C") for m in METHODS}
