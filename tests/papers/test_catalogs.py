@@ -13,7 +13,7 @@ from fedflat.papers.catalog import prepare_catalog
 from fedflat.scale import apply_scale
 from fedflat.study import load_study
 
-from .paper_helpers import PAPERS, load_or_skip, paper_config
+from .paper_helpers import PAPERS, ROOT, load_or_skip, paper_config
 
 S3, S5 = 3, 5  # seeds: 3 where the paper does not say (FedNSAM, FedSOL, FedSynSAM, FedTOGA), 5 for FedSAGD
 
@@ -268,3 +268,22 @@ def test_fedsagd_local_work_is_in_the_papers_epochs(scale, expected):
         (got,) = {(effective_settings(study.runs[r])["training.local_work"],
                    effective_settings(study.runs[r])["training.local_work_unit"]) for r, _ in study.experiments[e]}
         assert got == want, e
+
+
+STUDY_CONFIGS = sorted(p.relative_to(ROOT / "config").as_posix() for p in (ROOT / "config").rglob("*.yaml")
+                       if not p.relative_to(ROOT / "config").as_posix().startswith("papers/settings/"))
+
+
+@pytest.mark.parametrize("name", STUDY_CONFIGS)
+def test_every_study_config_passes_the_workflow_schema(name):
+    """Snakemake validates the config before anything runs; a config that only the in-process loader reads would
+    pass every other test and stop the workflow at its start (a table without a default `experiment` did)."""
+    import jsonschema
+    import yaml
+
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    cfg = yaml.safe_load((ROOT / "config" / name).read_text())
+    if not (isinstance(cfg, dict) and "experiments" in cfg or "leaderboard" in (cfg or {})):
+        pytest.skip(f"{name} is not a study config")
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(cfg))
+    assert not errors, f"{name}: {errors[0].message[:200]}"
