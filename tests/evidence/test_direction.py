@@ -87,5 +87,5 @@ def test_blocks_render_from_the_evidence_alone(tmp_path):
     ctx = Context(root=tmp_path, evidence_root=Path("ev"), figures_root=Path("figs"))
     text = block(ctx)
     assert text.startswith("λ_max at round 300: 1 of 2 protocol statistics give the paper's ordering")
-    assert "1 also give its magnitude" in text and "(a) global model, training data" in text
+    assert "1 also gives its magnitude" in text and "(a) global model, training data" in text
     assert "#### table1_direction_trace" in text and "\n# " not in text

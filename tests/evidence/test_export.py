@@ -26,6 +26,10 @@ def test_records_come_from_the_run_files(tiny, tmp_path):
     rids = sorted(tiny.runs)
     done = rids[:3]
     write_run(Path(tiny.run_dir(done[0])), tiny.runs[done[0]], 0.8125, lam=3.5)
+    # FedSynSAM Table I's protocols (b) and (c) on the final model: their own record columns
+    (Path(tiny.run_dir(done[0])) / "hessian_clients.json").write_text(json.dumps({"lambda_max_mean": 7.5,
+                                                                                   "lambda_max_max": 9.25}))
+    (Path(tiny.run_dir(done[0])) / "hessian_test.json").write_text(json.dumps({"lambda_max": 4.5}))
     write_run(Path(tiny.run_dir(done[1])), tiny.runs[done[1]], None)  # diverged in its last round
     write_run(Path(tiny.run_dir(done[2])), tiny.runs[done[2]], 0.5, commit="def456")
     n = export_study(tiny, root=Path("ev"), figures_root=Path("fig"))
@@ -37,6 +41,8 @@ def test_records_come_from_the_run_files(tiny, tmp_path):
     spec = tiny.runs[done[0]]
     assert a["final_acc"] == pytest.approx(81.25) and a["lambda_max"] == pytest.approx(3.5)
     assert a["trace"] == pytest.approx(35.0) and a["flatness_mean"] == pytest.approx(5.0)
+    assert (a["lambda_max_clients_mean"], a["lambda_max_clients_max"], a["lambda_max_test"]) == (7.5, 9.25, 4.5)
+    assert pd.isna(r.loc[done[2], "lambda_max_clients_mean"])
     assert a["peak_rss_mb"] == pytest.approx(512.25) and a["git_commit"] == "abc123" and a["status"] == "completed"
     assert a["settings_hash"] == spec.digest() and a["seed"] == spec.seed and a["preset"] == spec.algorithm
     assert json.loads(a["hparams"]) == spec.hparams and a["lr"] == spec.training["lr"]

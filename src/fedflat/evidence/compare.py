@@ -10,7 +10,10 @@ TOLERANCE = 2.0  # points: a reproduced cell within this of the published mean c
 
 # paper_table metrics -> runs.csv columns (others are shown in the rendered table, not compared here)
 METRIC_COLUMN = {"acc": "final_acc", "last10_acc": "last10_acc", "best_acc": "best_acc",
-                 "file:hessian.json:lambda_max": "lambda_max", "file:hessian.json:trace": "trace"}
+                 "file:hessian.json:lambda_max": "lambda_max", "file:hessian.json:trace": "trace",
+                 "file:hessian_clients.json:lambda_max_mean": "lambda_max_clients_mean",
+                 "file:hessian_clients.json:lambda_max_max": "lambda_max_clients_max",
+                 "file:hessian_test.json:lambda_max": "lambda_max_test"}
 
 
 def cell_value(runs, run_ids: list[str], metric: str) -> tuple[float, int, int]:
@@ -19,7 +22,7 @@ def cell_value(runs, run_ids: list[str], metric: str) -> tuple[float, int, int]:
     col = METRIC_COLUMN.get(metric)
     sub = runs[runs["run_id"].isin(run_ids)]
     done = sub[sub["status"] == "completed"]
-    if col is None or done.empty:
+    if col is None or col not in runs.columns or done.empty:  # a runs.csv exported before the column existed
         return float("nan"), len(done), len(sub)
     vals = done[col].to_numpy(dtype=float)
     vals = vals[np.isfinite(vals)]

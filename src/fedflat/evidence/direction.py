@@ -97,7 +97,8 @@ def block(ctx) -> str:
     good = [r for r in lmax if r["reproduces"]]
     ordered = [r for r in lmax if r["ordering"]]
     head = (f"λ_max at round {lmax[0]['round']}: {len(ordered)} of {len(lmax)} protocol statistics give the paper's "
-            f"ordering (Dir(0.01) sharper than IID beyond the pooled seed std); {len(good)} also give its magnitude "
+            f"ordering (Dir(0.01) sharper than IID beyond the pooled seed std); {len(good)} also "
+            f"give{'s' if len(good) == 1 else ''} its magnitude "
             f"(a ratio within ±{MAGNITUDE:.0%} of {lmax[0]['paper']:.2f}x)"
             + (": " + "; ".join(_NAMES[r['protocol']] + ("" if r['statistic'] == 'value' else f", {r['statistic']}")
                                 for r in good) if good else "") + ".")

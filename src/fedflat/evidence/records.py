@@ -1,6 +1,6 @@
 """One compact, pandas-readable record per run: the settings that identify it, the seed, where its data came
 from, what it measured and what it cost, and which code made it. Built from the run directory's own files
-(summary.json, config.json, metrics.csv, hessian.json, benchmark.tsv)."""
+(summary.json, config.json, metrics.csv, hessian.json, hessian_clients.json, hessian_test.json, benchmark.tsv)."""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,8 @@ COLUMNS = (
     "run_id", "settings_hash", "experiments", "label", "dataset", "partition", "model", "preset", "hparams",
     "lr", "rounds", "local_steps", "batch_size", "num_clients", "participation", "holdout", "uplink", "seed",
     "eval_split", "data", "status", "rounds_completed", "diverged_round", "final_acc", "last10_acc", "best_acc",
-    "final_loss", "flatness_mean", "lambda_max", "trace", "up_bytes_total", "down_bytes_total",
+    "final_loss", "flatness_mean", "lambda_max", "trace", "lambda_max_clients_mean", "lambda_max_clients_max",
+    "lambda_max_test", "up_bytes_total", "down_bytes_total",
     "grad_evals_per_step", "wall_time_s", "peak_rss_mb", "backend", "fedflat", "git_commit", "torch",
 )
 
@@ -45,6 +46,10 @@ def _metrics_tail(path: Path) -> tuple[float, int | None]:
     return flat, (int(bad["round"].iloc[0]) if len(bad) else None)
 
 
+def _json(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
 def _pct(x) -> float:
     """summary.json's fraction as a percentage; NaN where it holds none."""
     return 100 * _num(x)
@@ -67,7 +72,8 @@ def run_record(run_dir: str | Path, spec, experiments: list[str], label: str) ->
     s = json.loads((d / "summary.json").read_text())
     cfg = json.loads((d / "config.json").read_text()) if (d / "config.json").exists() else {}
     env = cfg.get("environment", {})
-    hess = json.loads((d / "hessian.json").read_text()) if (d / "hessian.json").exists() else {}
+    hess = _json(d / "hessian.json")
+    clients, test = _json(d / "hessian_clients.json"), _json(d / "hessian_test.json")  # FedSynSAM Table I's protocols
     flat, bad_round = _metrics_tail(d / "metrics.csv")
     tr = spec.training
     ok = s["status"] == "completed"
@@ -89,6 +95,8 @@ def run_record(run_dir: str | Path, spec, experiments: list[str], label: str) ->
         "final_loss": _num(s.get("final_test_loss")) if ok else float("nan"),
         "flatness_mean": flat if ok else float("nan"),
         "lambda_max": _num(lam), "trace": _num(hess.get("trace")),
+        "lambda_max_clients_mean": _num(clients.get("lambda_max_mean")),
+        "lambda_max_clients_max": _num(clients.get("lambda_max_max")), "lambda_max_test": _num(test.get("lambda_max")),
         "up_bytes_total": s.get("up_bytes_total"), "down_bytes_total": s.get("down_bytes_total"),
         "grad_evals_per_step": s.get("grad_evals_per_step"),
         "wall_time_s": _num(s.get("wall_time")), "peak_rss_mb": _peak_rss(d / "benchmark.tsv"),
