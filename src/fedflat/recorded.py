@@ -22,6 +22,12 @@ SUMMARY = "summary.json"
 
 _cache: dict[tuple, dict[str, dict]] = {}
 
+# analysis outputs a record keeps: (file, JSON key) -> runs.csv column (fedflat.evidence.records)
+FILE_COLUMNS = {("hessian.json", "lambda_max"): "lambda_max", ("hessian.json", "trace"): "trace",
+                ("hessian_clients.json", "lambda_max_mean"): "lambda_max_clients_mean",
+                ("hessian_clients.json", "lambda_max_max"): "lambda_max_clients_max",
+                ("hessian_test.json", "lambda_max"): "lambda_max_test"}
+
 
 def _files(root: Path) -> list[Path]:
     return sorted(Path(root).glob("*/runs.csv"))
@@ -70,7 +76,7 @@ def outcome_of_record(row: dict) -> dict:
             "best_acc": _fraction(row.get("best_acc", "")),
             "final_test_loss": _number(row.get("final_loss", "")) if ok else None,
             "rounds_completed": None if rounds is None else int(rounds),
-            "lambda_max": _number(row.get("lambda_max", "")), "trace": _number(row.get("trace", "")),
+            **{col: _number(row.get(col, "")) for col in FILE_COLUMNS.values()},
             "source": f"evidence:{row['evidence']}@{row.get('git_commit') or 'unknown commit'}"}
 
 
@@ -101,3 +107,27 @@ def read_outcome(run_dir: str | Path, run_id: str | None, reuse: bool = True,
         raise FileNotFoundError(f"{path}: missing, and no committed evidence records run {run_id!r}; "
                                 f"run it first (snakemake {path})")
     return out
+
+
+def file_column(fname: str, key: str) -> str | None:
+    """The runs.csv column that keeps an analysis file's value (None: a record does not keep it)."""
+    return FILE_COLUMNS.get((fname, key))
+
+
+def read_file_value(run_dir: str | Path, run_id: str | None, fname: str, key: str, reuse: bool = True,
+                    root: Path | str = EVIDENCE_ROOT) -> float | None:
+    """An analysis output (e.g. hessian_clients.json's lambda_max_mean) from the run directory, else (with
+    `reuse`, for the values a record keeps) from the committed record; a clear error naming the file otherwise."""
+    import json
+
+    path = Path(run_dir) / fname
+    if path.exists():
+        v = json.loads(path.read_text()).get(key)
+        return None if v is None else float(v)
+    col = file_column(fname, key)
+    out = recorded(run_id, root) if (reuse and run_id and col) else None
+    if out is None or out.get(col) is None:
+        raise FileNotFoundError(f"{path}: missing, and no committed record keeps its {key!r} for run {run_id!r}; "
+                                f"run it first (snakemake {path})")
+    return out[col]
+

@@ -94,8 +94,12 @@ class Study:
     def outcome_inputs(self, run_ids, needs: tuple[str, ...] = ()) -> list[str]:
         """The summary.json of each run that a selection reads and the committed evidence does not already hold
         (with every key of `needs` measured): what the workflow must still run."""
-        return [f"{self.run_dir(r)}/{SUMMARY}" for r in run_ids
-                if not (self.reuse_evidence and covers(r, needs))]
+        return [f"{self.run_dir(r)}/{SUMMARY}" for r in self.unrecorded(run_ids, needs)]
+
+    def unrecorded(self, run_ids, needs: tuple[str, ...] = ()) -> list[str]:
+        """The runs the committed evidence does not hold with every key of `needs` measured (all of them with
+        reuse_evidence off)."""
+        return [r for r in run_ids if not (self.reuse_evidence and covers(r, needs))]
 
     def partition_path(self, pid: str) -> str:
         return f"results/partitions/{pid}.npz"

@@ -91,3 +91,34 @@ def test_reuse_evidence_must_be_a_boolean():
 
     with pytest.raises(ConfigError, match="reuse_evidence: must be true or false"):
         load_study(_config(reuse_evidence="no"))
+
+
+def test_a_table_of_analysis_values_reads_the_records_the_evidence_keeps(tmp_path, monkeypatch):
+    """A paper_table whose file: metric a record keeps (hessian_clients.json's lambda_max_mean, FedSynSAM Table I's
+    stated reading) asks only for the runs the evidence lacks that value for, and renders the recorded value;
+    a file the record does not keep (metrics.csv columns, other keys) still needs the run directory."""
+    from fedflat.papers.kinds import PaperTable
+    from fedflat.papers.stats import file_metric
+
+    monkeypatch.chdir(tmp_path)
+    metric = "file:hessian_clients.json:lambda_max_mean"
+    cfg = _config(tables={"t1": {"kind": "paper_table", "experiment": "rho", "rows": ["r0.01", "r0.1"],
+                                 "metrics": [metric, "acc"]}})
+    s = load_study(cfg)
+    for rid, spec in s.runs.items():
+        write_run(Path(s.run_dir(rid)), spec, 0.8, eval_split="validation")
+        if spec.seed == 0:  # only seed 0 has protocol (b) measured
+            Path(s.run_dir(rid), "hessian_clients.json").write_text(json.dumps({"lambda_max_mean": 3.0 + spec.hparams["rho"]}))
+    export_study(s)
+    shutil.rmtree("results/runs")
+    needed = PaperTable.inputs(s, "t1", s.tables["t1"])
+    seed1 = sorted(r for r in s.runs if s.runs[r].seed == 1)
+    assert sorted(needed) == sorted([f"{s.run_dir(r)}/summary.json" for r in seed1]
+                                    + [f"{s.run_dir(r)}/hessian_clients.json" for r in seed1])
+    seed0 = [s.run_dir(r) for r in sorted(s.runs) if s.runs[r].seed == 0]
+    cell = file_metric(seed0, "hessian_clients.json", "lambda_max_mean")
+    assert sorted(cell.per_seed) == pytest.approx([3.01, 3.1])
+    with pytest.raises(FileNotFoundError, match=r"hessian_clients.json: missing, and no committed record keeps"):
+        file_metric([s.run_dir(seed1[0])], "hessian_clients.json", "lambda_max_mean")
+    with pytest.raises(FileNotFoundError, match=r"hessian_clients.json: missing"):
+        file_metric(seed0, "hessian_clients.json", "trace_mean")

@@ -129,6 +129,13 @@ def _cells(study, name: str, spec: dict) -> tuple[list[dict], list[dict], list[l
     return rows, cols, grid
 
 
+def _record_column(metric: str) -> str | None:
+    """The committed record's column that keeps a file: metric's value (None: not kept, or not a file metric)."""
+    from ..recorded import file_column
+
+    return file_column(*metric.split(":")[1:]) if metric.startswith("file:") else None
+
+
 def table_cells(study, name: str, spec: dict):
     """(rows, column groups x metrics, runs per cell) of a paper_table: what evidence.cells and trace read."""
     return _cells(study, name, spec)
@@ -168,14 +175,18 @@ class PaperTable:
         _, _, grid = _cells(study, name, spec)
         rids = dict.fromkeys(rid for line in grid for cell in line for rid, _ in cell)
         cols = _columns(name, spec)
-        if all(c["metric"] in SUMMARY_METRICS for c in cols):  # a committed record holds all a cell reads
-            out = study.outcome_inputs(rids)
+        kept = [_record_column(c["metric"]) for c in cols]
+        if all(c["metric"] in SUMMARY_METRICS or k for c, k in zip(cols, kept)):  # a record holds all a cell reads
+            needs = tuple(k for k in kept if k)
+            todo = set(study.unrecorded(rids, needs))
+            out = study.outcome_inputs(rids, needs)
         else:
+            todo = set(rids)
             out = [f"{study.run_dir(r)}/{f}" for r in rids for f in ("summary.json", "metrics.csv")]
         for line in grid:
             for c, cell in zip(cols, line):
                 if c["metric"].startswith("file:"):
-                    out += [f"{study.run_dir(rid)}/{c['metric'].split(':')[1]}" for rid, _ in cell]
+                    out += [f"{study.run_dir(rid)}/{c['metric'].split(':')[1]}" for rid, _ in cell if rid in todo]
         return list(dict.fromkeys(out))
 
     @staticmethod

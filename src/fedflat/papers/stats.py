@@ -7,7 +7,6 @@ diverged seed is counted and shown, never averaged in.
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError, choice_error
-from ..recorded import SUMMARY, read_outcome
+from ..recorded import SUMMARY, read_file_value, read_outcome
 from ..run_paths import run_of_file
 
 
@@ -137,11 +136,9 @@ def rounds_metric(run_dirs: list[str], target_pct: float, horizon: int) -> CellV
 
 
 def file_metric(run_dirs: list[str], fname: str, key: str) -> CellValue:
-    """A number from a JSON file an analysis rule wrote into each run directory."""
-    vals = []
-    for d in run_dirs:
-        v = json.loads((Path(d) / fname).read_text()).get(key)
-        vals.append(None if v is None else float(v))
+    """A number from a JSON file an analysis rule wrote into each run directory, or from the run's committed
+    record where the directory is gone and the record keeps that value (fedflat.recorded.FILE_COLUMNS)."""
+    vals = [read_file_value(d, run_of_file(Path(d) / SUMMARY), fname, key) for d in run_dirs]
     m, sd, n = mean_std(vals)
     return CellValue(m, sd, n, len(run_dirs), per_seed=vals)
 
