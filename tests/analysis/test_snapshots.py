@@ -169,3 +169,40 @@ def test_a_round_without_snapshot_and_local_without_round_fail_in_one_line(digit
                               "--params", json.dumps(params)]) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and __import__("re").search(msg, err), err
+
+
+def test_a_model_past_its_divergence_has_a_null_hessian_and_an_earlier_snapshot_a_real_one(digits, tmp_path):
+    """The final model of a diverged run (or a snapshot after its last completed round) has no Hessian: the file
+    says so with nulls, and the DAG goes on (the table shows the seed as diverged); a snapshot the run completed
+    before diverging is measured as usual."""
+    out = _train(digits, digits_spec(snapshot_rounds=[2]), tmp_path, "run")
+    summary = json.loads((out / "summary.json").read_text())
+    (out / "summary.json").write_text(json.dumps({**summary, "status": "diverged", "rounds_completed": 1}))
+    for params in ({"split": "train", "round": 2}, {"split": "clients", "round": 2}, {"split": "train"}):
+        res = tmp_path / "h.json"
+        assert analysis_main(["hessian", "--run-dir", str(out), "--out", str(res), "--params", json.dumps(params)]) == 0
+        got = json.loads(res.read_text())
+        assert got["status"] == "diverged" and got["rounds_completed"] == 1
+        assert got["lambda_max"] is None and got["lambda_max_mean"] is None and got["trace"] is None
+    (out / "summary.json").write_text(json.dumps({**summary, "status": "diverged", "rounds_completed": 2}))
+    res = tmp_path / "h2.json"
+    params = {"split": "train", "round": 2, "trace_samples": 0, "density_iters": 0, "samples": 64}
+    assert analysis_main(["hessian", "--run-dir", str(out), "--out", str(res), "--params", json.dumps(params)]) == 0
+    got = json.loads(res.read_text())
+    assert "status" not in got and got["lambda_max"] > 0
+
+
+def test_a_diverged_seed_counts_as_diverged_in_a_table_of_hessian_values(tmp_path):
+    from fedflat.papers.stats import file_metric
+
+    dirs = []
+    for i, (status, lam) in enumerate((("completed", 4.0), ("completed", 6.0), ("diverged", None))):
+        d = tmp_path / f"r{i}"
+        d.mkdir()
+        (d / "summary.json").write_text(json.dumps({"status": status, "rounds_completed": 3}))
+        (d / "hessian.json").write_text(json.dumps({"lambda_max": lam}))
+        dirs.append(str(d))
+    cell = file_metric(dirs, "hessian.json", "lambda_max")
+    assert (cell.mean, cell.n, cell.seeds, cell.diverged) == (5.0, 2, 3, 1)
+    assert cell.text() == "5.00±1.41 [1/3 diverged]"
+    assert file_metric(dirs[2:], "hessian.json", "lambda_max").text() == "diverged"

@@ -25,9 +25,32 @@ def _setup(a):
         torch.set_num_threads(a.threads)
 
 
+# every value a Hessian file may hold: null in the file of a model that diverged
+HESSIAN_VALUES = ("lambda_max", "trace", "lambda_max_mean", "lambda_max_max", "trace_mean", "trace_max")
+
+
+def diverged_model(run_dir: str | Path, t: int) -> dict | None:
+    """The run's summary where the model to analyse is past its divergence (the final model of a diverged run, or
+    a snapshot round after the last completed one): its Hessian is not defined, so the analysis says so."""
+    from ..recorded import SUMMARY
+
+    path = Path(run_dir) / SUMMARY
+    s = json.loads(path.read_text()) if path.exists() else {}
+    if s.get("status") != "diverged":
+        return None
+    return s if t == 0 or t > int(s.get("rounds_completed") or 0) else None
+
+
 def cmd_hessian(a, p) -> None:
     from ..util.io import write_json
     from .data import fixed_batches, load_run
+
+    gone = diverged_model(a.run_dir, p["round"])
+    if gone is not None:
+        write_json(Path(a.out), {"status": "diverged", "rounds_completed": gone.get("rounds_completed"),
+                                 **dict.fromkeys(HESSIAN_VALUES), "params": p, "run_dir": str(a.run_dir)})
+        print(f"hessian: the run diverged after round {gone.get('rounds_completed')}; no Hessian (written as null)")
+        return
     from .hessian import hessian_spectrum
 
     run = load_run(a.run_dir, a.data_root, a.device, a.download, p["round"])

@@ -120,6 +120,7 @@ def lr_products(long) -> list[dict]:
         seeds = [float(v) for v in str(r["per_seed"]).split(";") if v not in ("", "nan")]
         prod = [v * eta for v in seeds]
         out.append({"partition": r["group"], "eta": eta, "seeds": len(seeds),
+                    "diverged": int(r["diverged"]) if "diverged" in r and r["diverged"] == r["diverged"] else 0,
                     "lambda_max": (statistics.fmean(seeds), statistics.stdev(seeds)) if len(seeds) > 1 else
                     (seeds[0] if seeds else math.nan, math.nan),
                     "product": (statistics.fmean(prod), statistics.stdev(prod)) if len(prod) > 1 else
@@ -143,8 +144,13 @@ def lr_block(ctx) -> str:
     lines = ["| partition | η | 2/η | λ_max (mean ± std over seeds) | λ_max·η (mean ± std) | λ_max·η (min to max) |",
              "|---|---|---|---|---|---|"]
     for r in rows:
+        if not r["seeds"]:
+            lines.append(f"| {r['partition']} | {r['eta']:g} | {2 / r['eta']:g} | every seed diverged "
+                         f"({r['diverged']}) | – | – |")
+            continue
+        note = f" ({r['diverged']} diverged)" if r["diverged"] else ""
         lines.append(f"| {r['partition']} | {r['eta']:g} | {2 / r['eta']:g} | {r['lambda_max'][0]:.3g} ± "
-                     f"{r['lambda_max'][1]:.2g} | {r['product'][0]:.2f} ± {r['product'][1]:.2f} | "
+                     f"{r['lambda_max'][1]:.2g}{note} | {r['product'][0]:.2f} ± {r['product'][1]:.2f} | "
                      f"{r['product_range'][0]:.2f} to {r['product_range'][1]:.2f} |")
     png = ctx.figures_root / STUDY / "lr_sharpness.png"
     body = text.strip().replace("# ", "#### ", 1)

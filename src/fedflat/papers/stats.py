@@ -139,8 +139,10 @@ def file_metric(run_dirs: list[str], fname: str, key: str) -> CellValue:
     """A number from a JSON file an analysis rule wrote into each run directory, or from the run's committed
     record where the directory is gone and the record keeps that value (fedflat.recorded.FILE_COLUMNS)."""
     vals = [read_file_value(d, run_of_file(Path(d) / SUMMARY), fname, key) for d in run_dirs]
+    # a null from a run that diverged (the analysis writes null for its model) counts as diverged, as in accuracy
+    diverged = sum(v is None and _summary(d).get("status") == "diverged" for v, d in zip(vals, run_dirs))
     m, sd, n = mean_std(vals)
-    return CellValue(m, sd, n, len(run_dirs), per_seed=vals)
+    return CellValue(m, sd, n, len(run_dirs), diverged, per_seed=vals)
 
 
 # --------------------------------------------------------------------------------------------
