@@ -152,6 +152,11 @@ def lr_block(ctx) -> str:
         lines.append(f"| {r['partition']} | {r['eta']:g} | {2 / r['eta']:g} | {r['lambda_max'][0]:.3g} ± "
                      f"{r['lambda_max'][1]:.2g}{note} | {r['product'][0]:.2f} ± {r['product'][1]:.2f} | "
                      f"{r['product_range'][0]:.2f} to {r['product_range'][1]:.2f} |")
+    lam = {(r["partition"], r["eta"]): r["lambda_max"][0] for r in rows if r["seeds"]}
+    ratios = [f"η = {eta:g}: " + (f"{lam[(NUM, eta)] / lam[(DEN, eta)]:.2f}x" if (NUM, eta) in lam and (DEN, eta) in lam
+                                  else "– (a partition diverged)")
+              for eta in sorted({r["eta"] for r in rows})]
+    lines += ["", f"{NUM} / {DEN} ratio of the seed-mean λ_max (protocol (a)) per lr: " + "; ".join(ratios) + "."]
     png = ctx.figures_root / STUDY / "lr_sharpness.png"
     body = text.strip().replace("# ", "#### ", 1)
     return "\n\n".join(["\n".join(lines), body] + ([f"![λ_max against 1/η](../{png.as_posix()})"] if png.exists() else []))
