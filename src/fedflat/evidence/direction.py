@@ -107,14 +107,17 @@ def block(ctx) -> str:
     return "\n\n".join([head, _verdict_table(lmax, "λ_max"), _verdict_table(trace, "trace"), tables])
 
 
-def lr_products(long) -> list[dict]:
+LR_METRICS = {"(a)": "file:hessian_r300_train.json:lambda_max", "(b)": "file:hessian_r300_clients.json:lambda_max_mean"}
+
+
+def lr_products(long, metric: str = LR_METRICS["(a)"]) -> list[dict]:
     """From the lr_sharpness table's long frame (its .csv): per partition and lr, λ_max over seeds and λ_max·η
     per seed (mean, std, min, max): gradient descent on a quadratic is stable while λ_max·η < 2, so a product
     that sits near 2 at every lr is the edge of stability, and a product that falls with η is not."""
     import statistics
 
     out = []
-    lam = long[long["metric"].astype(str).str.endswith(":lambda_max")]
+    lam = long[long["metric"].astype(str) == metric]
     for _, r in lam.iterrows():
         eta = float(str(r["row"]).split("=")[-1])
         seeds = [float(v) for v in str(r["per_seed"]).split(";") if v not in ("", "nan")]
@@ -140,8 +143,9 @@ def lr_block(ctx) -> str:
     csv = ctx.evidence(STUDY).table_text("lr_sharpness", "csv")
     if text is None or csv is None:
         return PENDING
-    rows = lr_products(pd.read_csv(io.StringIO(csv)))
-    lines = ["| partition | η | 2/η | λ_max (mean ± std over seeds) | λ_max·η (mean ± std) | λ_max·η (min to max) |",
+    frame = pd.read_csv(io.StringIO(csv))
+    rows = lr_products(frame)
+    lines = ["| partition | η | 2/η | λ_max, protocol (a) (mean ± std over seeds) | λ_max·η (mean ± std) | λ_max·η (min to max) |",
              "|---|---|---|---|---|---|"]
     for r in rows:
         if not r["seeds"]:
@@ -152,11 +156,17 @@ def lr_block(ctx) -> str:
         lines.append(f"| {r['partition']} | {r['eta']:g} | {2 / r['eta']:g} | {r['lambda_max'][0]:.3g} ± "
                      f"{r['lambda_max'][1]:.2g}{note} | {r['product'][0]:.2f} ± {r['product'][1]:.2f} | "
                      f"{r['product_range'][0]:.2f} to {r['product_range'][1]:.2f} |")
-    lam = {(r["partition"], r["eta"]): r["lambda_max"][0] for r in rows if r["seeds"]}
-    ratios = [f"η = {eta:g}: " + (f"{lam[(NUM, eta)] / lam[(DEN, eta)]:.2f}x" if (NUM, eta) in lam and (DEN, eta) in lam
-                                  else "– (a partition diverged)")
-              for eta in sorted({r["eta"] for r in rows})]
-    lines += ["", f"{NUM} / {DEN} ratio of the seed-mean λ_max (protocol (a)) per lr: " + "; ".join(ratios) + "."]
+    lines.append("")
+    for protocol, metric in LR_METRICS.items():
+        found = lr_products(frame, metric)
+        if not found:
+            continue
+        lam = {(r["partition"], r["eta"]): r["lambda_max"][0] for r in found if r["seeds"]}
+        ratios = [f"η = {eta:g}: " + (f"{lam[(NUM, eta)] / lam[(DEN, eta)]:.2f}x" if (NUM, eta) in lam and
+                                      (DEN, eta) in lam else "– (a partition diverged)")
+                  for eta in sorted({r["eta"] for r in found})]
+        lines.append(f"- {NUM} / {DEN} ratio of the seed-mean λ_max, protocol {protocol}, per lr: " + "; ".join(ratios)
+                     + ".")
     png = ctx.figures_root / STUDY / "lr_sharpness.png"
     body = text.strip().replace("# ", "#### ", 1)
     return "\n\n".join(["\n".join(lines), body] + ([f"![λ_max against 1/η](../{png.as_posix()})"] if png.exists() else []))
