@@ -56,6 +56,7 @@ def _write_runs(study, seed=0, meta=META):
             Z = 0.3 + c * (X**2 + 0.5 * Y**2)
             np.savez(d / "landscape_2d.npz", axis=AXIS, train_loss=Z, test_loss=Z + 0.1, meta=json.dumps(meta))
             (d / "hessian.json").write_text(json.dumps({"lambda_max": lam}))
+            (d / "hessian_clients.json").write_text(json.dumps({"lambda_max_mean": 10 * lam, "lambda_max_max": 20 * lam}))
 
 
 def _zmax(surface: Poly3DCollection) -> float:
@@ -185,6 +186,8 @@ def _panel(i, **kw):
     ({"cmap": "nope"}, r"figures\.fig1\.cmap: 'nope' is not a matplotlib colormap"),
     ({"overlay_color": "purplish"}, r"figures\.fig1\.overlay_color: 'purplish' is not"),
     ({"overlay_lable": "w/o"}, r"figures\.fig1: unknown key 'overlay_lable'"),
+    ({"hessian_value": "hessian_local.json:lambda_max_mean"}, r"figures\.fig1\.hessian_value: '<file>:<key>'"),
+    ({"hessian_value": "hessian_clients.json"}, r"figures\.fig1\.hessian_value: '<file>:<key>'"),
 ])
 def test_bad_entry_is_one_line_config_error_naming_the_key(change, key):
     cfg = copy.deepcopy(CONFIG)
@@ -192,3 +195,20 @@ def test_bad_entry_is_one_line_config_error_naming_the_key(change, key):
     with pytest.raises(ConfigError, match=f"^{key}") as exc:
         load_study(cfg)
     assert "\n" not in str(exc.value)
+
+
+def test_the_annotation_reads_the_named_hessian_value(tmp_path, monkeypatch):
+    """hessian_value: hessian_clients.json:lambda_max_mean (FedSynSAM Table I's stated reading) annotates each
+    panel with that file's key, and the inputs ask for that file instead of hessian.json."""
+    monkeypatch.chdir(tmp_path)
+    cfg = copy.deepcopy(CONFIG)
+    cfg["figures"]["fig1"] = {**FIG, "hessian_value": "hessian_clients.json:lambda_max_mean"}
+    study = load_study(cfg)
+    _write_runs(study)
+    ins = figure_inputs(study, "fig1")
+    assert {Path(f).name for f in ins} == {"landscape_2d.npz", "hessian_clients.json"}
+    fig = overlay_figure(figure_manifest(study, "fig1"))
+    ax = [a for a in fig.axes if a.name == "3d"][0]
+    note = " ".join(t.get_text() for t in ax.texts)
+    main, over = ("q4", "iid"), ("plain", "iid")
+    assert f"λ_max (mean over clients): {10 * CURV[main][1]:.4g} (w/ comp), {10 * CURV[over][1]:.4g} (w/o comp)" in note

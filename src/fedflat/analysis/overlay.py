@@ -19,6 +19,8 @@ Config entry:
   overlay_label: w/o comp  # legend of the overlaid surfaces (`overlay_color`, `overlay_alpha` < 1)
   annotate: edge           # edge: loss rise from the centre to the grid's edge | hessian: λ_max from each
                            # run's hessian.json as well (adds those files to the inputs) | none
+  hessian_value: hessian_clients.json:lambda_max_mean   # annotate: hessian reads this file:key (default
+                           # hessian.json:lambda_max; FedSynSAM Fig. 1 uses Table I's stated reading)
   zlim: [0, 4]             # optional; default: the range of all surfaces. Shared by every panel, so
                            # flatness compares across panels; values above it are clipped.
 """
@@ -36,7 +38,8 @@ from . import paths
 
 PANEL_KEYS = ("title", "experiment", "select", "overlay_experiment", "overlay_select")
 ENTRY_KEYS = ("kind", "ref", "title", "scale_info", "panels", "seed", "data", "label", "overlay_label", "cmap",
-              "overlay_color", "overlay_alpha", "annotate", "zlim")
+              "overlay_color", "overlay_alpha", "annotate", "hessian_value", "zlim")
+HESSIAN_FILES = (paths.HESSIAN, "hessian_clients.json", "hessian_test.json")  # what the `hessian` rule writes
 ANNOTATE = ("edge", "hessian", "none")
 # meta keys of landscape_2d.npz that must agree for two surfaces to share axes
 SAME_AXES = ("directions", "direction_seed", "one_d", "range", "points", "train_samples", "test_samples", "subset_seed")
@@ -66,8 +69,14 @@ def _role(study, name: str, spec: dict, i: int, panel: dict, prefix: str) -> dic
                           f"narrow it to one (keys algorithm, preset, dataset, model, partition)")
     rid, lab = runs[0]
     d = study.run_dir(rid)
-    return {"file": f"{d}/{paths.LANDSCAPE[2]}", "hessian": f"{d}/{paths.HESSIAN}",
+    hfile = _hessian_value(spec)[0]
+    return {"file": f"{d}/{paths.LANDSCAPE[2]}", "hessian": f"{d}/{hfile}",
             "algorithm": lab["algorithm"], "partition": lab["partition"], "seed": lab["seed"]}
+
+
+def _hessian_value(spec: dict) -> tuple[str, str]:
+    fname, _, key = str(spec.get("hessian_value", f"{paths.HESSIAN}:lambda_max")).partition(":")
+    return fname, key
 
 
 def _panels(study, name: str, spec: dict) -> list[dict]:
@@ -94,6 +103,10 @@ def _check_entry(name: str, spec: dict) -> None:
         raise choice_error(f"figures.{name}.data", spec["data"], ("train", "test"))
     if spec.get("annotate", "edge") not in ANNOTATE:
         raise choice_error(f"figures.{name}.annotate", spec["annotate"], ANNOTATE)
+    fname, key = _hessian_value(spec)
+    if fname not in HESSIAN_FILES or not key:
+        raise ConfigError(f"figures.{name}.hessian_value: '<file>:<key>' with file one of {', '.join(HESSIAN_FILES)}, "
+                          f"got {spec.get('hessian_value')!r}")
     alpha = spec.get("overlay_alpha", 0.35)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
         raise ConfigError(f"figures.{name}.overlay_alpha: a transparency in (0, 1), got {alpha!r}")
@@ -129,6 +142,7 @@ class LandscapeOverlay:
                 "label": spec.get("label", "w/ comp"), "overlay_label": spec.get("overlay_label", "w/o comp"),
                 "cmap": spec.get("cmap", "YlOrRd"), "overlay_color": spec.get("overlay_color", "purple"),
                 "overlay_alpha": spec.get("overlay_alpha", 0.35), "zlim": spec.get("zlim"),
+                "hessian_key": _hessian_value(spec)[1],
                 "panels": _panels(study, name, spec)}
 
     @staticmethod
@@ -155,7 +169,7 @@ def _surface(m: dict, i: int, role: str) -> dict:
     meta = json.loads(str(z["meta"])) if "meta" in z else {}
     out = {"axis": z["axis"], "Z": z[f"{m['data']}_loss"], "meta": meta}
     if m["annotate"] == "hessian":
-        out["lambda_max"] = json.loads(Path(run["hessian"]).read_text())["lambda_max"]
+        out["lambda_max"] = json.loads(Path(run["hessian"]).read_text())[m.get("hessian_key", "lambda_max")]
     return out
 
 
@@ -176,7 +190,9 @@ def _note(m: dict, a: dict, b: dict) -> str:
     lab, olab = m["label"], m["overlay_label"]
     lines = [f"Δ edge: {edge_rise(a['axis'], a['Z']):.3g} ({lab}), {edge_rise(b['axis'], b['Z']):.3g} ({olab})"]
     if m["annotate"] == "hessian":
-        lines.insert(0, f"λ_max: {a['lambda_max']:.4g} ({lab}), {b['lambda_max']:.4g} ({olab})")
+        key = m.get("hessian_key", "lambda_max")
+        what = "λ_max" if key == "lambda_max" else f"λ_max ({key.removeprefix('lambda_max_')} over clients)"
+        lines.insert(0, f"{what}: {a['lambda_max']:.4g} ({lab}), {b['lambda_max']:.4g} ({olab})")
     return "\n".join(lines)
 
 
