@@ -69,6 +69,7 @@ def ensure_analysis(study, path: str, data_root: str) -> None:
 
     out = Path(path)
     cmds = {paths.HESSIAN: ("hessian", []), paths.STABILITY: ("stability", []),
+            **{f: ("hessian", []) for f in paths.HESSIAN_SPLITS},
             **{f: ("landscape", ["--dims", str(d)]) for d, f in paths.LANDSCAPE.items()}}
     at = paths.parse_hessian_at(out.name)  # rule hessian_snapshot: a snapshot round under one protocol
     if (out.name not in cmds and at is None) or out.exists():
@@ -78,7 +79,11 @@ def ensure_analysis(study, path: str, data_root: str) -> None:
         spec = study.runs[run_of_file(out)]
         extra = ["--partition", str(study.partition_path(spec.partition_id()))]
     p = from_config(study.config, cmd)
-    params = json.dumps(p if at is None else {**p, "round": at[0], "split": at[1]})
+    if at is not None:
+        p = {**p, "round": at[0], "split": at[1]}
+    elif out.name in paths.HESSIAN_SPLITS:  # as the rule: the split from the file's name
+        p = {**p, "split": paths.HESSIAN_SPLITS[out.name]}
+    params = json.dumps(p)
     if analysis_main([cmd, "--run-dir", str(out.parent), "--out", str(out), "--params", params,
                       "--data-root", data_root, *extra]) != 0:
         raise RuntimeError(f"{cmd} analysis failed for {out.parent}")

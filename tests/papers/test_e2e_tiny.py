@@ -46,7 +46,8 @@ def test_one_table_per_paper_end_to_end(paper, workdir):
 
 def test_fedsynsam_fig1_landscape_end_to_end(workdir):
     """Fig. 1 is one target with the paper's four panels: the compressed FedAvg run of each setting
-    over the uncompressed run of the same partition; λ_max comes from Table I's hessian.json files."""
+    over the uncompressed run of the same partition; λ_max comes from Table I's files under its stated reading
+    (hessian_clients.json: the clients' mean)."""
     cfg = paper_config("fedsynsam", "tiny")
     assert not [n for n in {**cfg.get("figures", {}), **cfg["pending_figures"]} if n.startswith("fig1_landscape_")]
     assert "fig_hessian_density" in cfg["pending_figures"]
@@ -60,7 +61,7 @@ def test_fedsynsam_fig1_landscape_end_to_end(workdir):
             ("(d) 8 bit Quantization, Dir(0.01)", "t1_dir001_q8", "t1_dir001_none")]
     assert [(p["title"], p["main"]["file"], p["overlay"]["file"]) for p in m["panels"]] == [
         (t, f"{seed0[a]}/landscape_2d.npz", f"{seed0[b]}/landscape_2d.npz") for t, a, b in want]
-    hess = {f for f in figure_inputs(study, "fig1_landscape") if f.endswith("hessian.json")}
+    hess = {f for f in figure_inputs(study, "fig1_landscape") if f.endswith("hessian_clients.json")}
     assert len(hess) == 6 and hess <= set(table_inputs(study, "table1_hessian"))  # the same files as Table I
     pdf, png = build(study, "fig1_landscape", workdir / "fedsynsam", section="figures")
     assert pdf.stat().st_size > 0 and png.stat().st_size > 0

@@ -39,7 +39,7 @@ from . import paths
 PANEL_KEYS = ("title", "experiment", "select", "overlay_experiment", "overlay_select")
 ENTRY_KEYS = ("kind", "ref", "title", "scale_info", "panels", "seed", "data", "label", "overlay_label", "cmap",
               "overlay_color", "overlay_alpha", "annotate", "hessian_value", "zlim")
-HESSIAN_FILES = (paths.HESSIAN, "hessian_clients.json", "hessian_test.json")  # what the `hessian` rule writes
+HESSIAN_FILES = (paths.HESSIAN, *paths.HESSIAN_SPLITS)  # what the `hessian` rule writes
 ANNOTATE = ("edge", "hessian", "none")
 # meta keys of landscape_2d.npz that must agree for two surfaces to share axes
 SAME_AXES = ("directions", "direction_seed", "one_d", "range", "points", "train_samples", "test_samples", "subset_seed")

@@ -4,6 +4,8 @@ import re
 HESSIAN = "hessian.json"
 LANDSCAPE = {1: "landscape_1d.npz", 2: "landscape_2d.npz"}
 STABILITY = "stability.json"
+# the final model's Hessian on another split (rule hessian, FedSynSAM Table I's protocols (b) and (c))
+HESSIAN_SPLITS = {"hessian_clients.json": "clients", "hessian_test.json": "test"}
 SNAPSHOT_SPLITS = ("train", "test", "clients", "local")  # FedSynSAM Table I's candidate protocols (a)-(d)
 _HESSIAN_AT = re.compile(r"^hessian_r(?P<round>[1-9][0-9]*)_(?P<split>[a-z]+)\.json$")
 
