@@ -41,3 +41,16 @@ def test_reproduced_cells_within_two_points_and_gap_links(tmp_path):
     assert anchor("fedsynsam", "table1_hessian") == "fedsynsam-table1-hessian"
     text = (REPO / "docs/reproduction.md").read_text()
     assert f'<a id="{anchor("fedsynsam", "table1_hessian")}"></a>' in text  # the gap link has a target
+
+
+def test_a_cell_whose_hessian_is_not_measured_yet_is_not_reproduced():
+    """A completed run recorded before its Hessian was measured leaves the cell unsettled: not reproduced."""
+    from fedflat.evidence.compare import cell_value
+
+    runs = pd.DataFrame([{"run_id": "a", "status": "completed", "lambda_max_clients_mean": 7.0},
+                         {"run_id": "b", "status": "completed", "lambda_max_clients_mean": float("nan")},
+                         {"run_id": "c", "status": "diverged", "lambda_max_clients_mean": float("nan")}])
+    metric = "file:hessian_clients.json:lambda_max_mean"
+    assert cell_value(runs, ["a", "c"], metric) == (7.0, 1, 2)  # a diverged seed is settled
+    mean, done, settled = cell_value(runs, ["a", "b", "c"], metric)
+    assert (mean, done, settled) == (7.0, 2, 2) and settled < 3

@@ -17,16 +17,19 @@ METRIC_COLUMN = {"acc": "final_acc", "last10_acc": "last10_acc", "best_acc": "be
 
 
 def cell_value(runs, run_ids: list[str], metric: str) -> tuple[float, int, int]:
-    """(mean over the cell's completed runs, completed runs, runs in the evidence) for one cell; NaN mean where
-    the metric has no runs.csv column or no run completed."""
+    """(mean over the cell's completed runs, completed runs, runs in the evidence whose value is settled) for one
+    cell; NaN mean where the metric has no runs.csv column or no run completed. A completed run whose recorded
+    value is missing (its Hessian not measured yet) is not settled, so the cell does not count as reproduced."""
     col = METRIC_COLUMN.get(metric)
     sub = runs[runs["run_id"].isin(run_ids)]
     done = sub[sub["status"] == "completed"]
     if col is None or col not in runs.columns or done.empty:  # a runs.csv exported before the column existed
         return float("nan"), len(done), len(sub)
     vals = done[col].to_numpy(dtype=float)
-    vals = vals[np.isfinite(vals)]
-    return (float(vals.mean()) if len(vals) else float("nan")), len(done), len(sub)
+    measured = np.isfinite(vals)
+    vals = vals[measured]
+    settled = len(sub) - int((~measured).sum())
+    return (float(vals.mean()) if len(vals) else float("nan")), len(done), settled
 
 
 def within(ours: float, published: float | None, tol: float = TOLERANCE) -> bool | None:
