@@ -6,14 +6,13 @@ import math
 
 import numpy as np
 
+from ..recorded import FILE_COLUMNS
+
 TOLERANCE = 2.0  # points: a reproduced cell within this of the published mean counts as matching
 
 # paper_table metrics -> runs.csv columns (others are shown in the rendered table, not compared here)
 METRIC_COLUMN = {"acc": "final_acc", "last10_acc": "last10_acc", "best_acc": "best_acc",
-                 "file:hessian.json:lambda_max": "lambda_max", "file:hessian.json:trace": "trace",
-                 "file:hessian_clients.json:lambda_max_mean": "lambda_max_clients_mean",
-                 "file:hessian_clients.json:lambda_max_max": "lambda_max_clients_max",
-                 "file:hessian_test.json:lambda_max": "lambda_max_test"}
+                 **{f"file:{fname}:{key}": col for (fname, key), col in FILE_COLUMNS.items()}}
 
 
 def cell_value(runs, run_ids: list[str], metric: str) -> tuple[float, int, int]:

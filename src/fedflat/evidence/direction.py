@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import math
 
+from ..papers.kinds_protocols import PROTOCOLS as _NAMES  # one name per protocol, as the study's tables
+
 STUDY = "fedsynsam_table1_direction"
 TABLES = ("table1_direction_lmax", "table1_direction_trace")
 MAGNITUDE = 0.25  # relative tolerance on the paper's ratio
@@ -57,10 +59,6 @@ def _finite(v) -> bool:
         return math.isfinite(float(v))
     except (TypeError, ValueError):
         return False
-
-
-_NAMES = {"train": "(a) global model, training data", "clients": "(b) global model, each client's data",
-          "test": "(c) global model, test split", "local": "(d) sampled clients' models, own data"}
 
 
 def _yes(v) -> str:

@@ -40,19 +40,19 @@ def lr_scores(runs):
 def picks(runs, grid_size: int = 3) -> dict[tuple[str, str, str], dict]:
     """{(block, family, method): {means: {lr: mean or NaN}, complete, lr (the pick, None until complete or where
     every cell diverged)}}. Complete: `grid_size` lrs, each with every seed recorded."""
-    from ..papers.kinds_tuning import cell_means, grid_means, ranked_cells
+    from ..papers.kinds_tuning import grid_means, ranked_cells
 
     df = lr_scores(runs)
     out = {}
     for (block, family), g in df.groupby(["block", "family"], sort=True):
-        means = cell_means(g)
-        ranked = ranked_cells(grid_means(g))
+        means = grid_means(g)
+        ranked = ranked_cells(means)
         for method, h in g.groupby("method", sort=False):
             seeds = h.groupby("value")["seed"].apply(lambda s: set(s) >= set(SEEDS))
             complete = len(seeds) >= grid_size and bool(seeds.all())
             best = ranked.get(method) or []
             out[(block, family, method)] = {
-                "means": {v: float(means[(method, "", v)]) for v in sorted(h["value"].unique())},
+                "means": {v: float(means.loc[(method, ""), v]) for v in sorted(h["value"].unique())},
                 "complete": complete, "lr": best[0][1] if complete and best else None}
     return out
 

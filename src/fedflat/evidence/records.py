@@ -7,6 +7,8 @@ import json
 import math
 from pathlib import Path
 
+from ..recorded import FILE_COLUMNS
+
 # The order of runs.csv's columns (a test pins them: pages and trace read them by name).
 COLUMNS = (
     "run_id", "settings_hash", "experiments", "label", "dataset", "partition", "model", "preset", "hparams",
@@ -72,8 +74,8 @@ def run_record(run_dir: str | Path, spec, experiments: list[str], label: str) ->
     s = json.loads((d / "summary.json").read_text())
     cfg = json.loads((d / "config.json").read_text()) if (d / "config.json").exists() else {}
     env = cfg.get("environment", {})
-    hess = _json(d / "hessian.json")
-    clients, test = _json(d / "hessian_clients.json"), _json(d / "hessian_test.json")  # FedSynSAM Table I's protocols
+    files = {f: _json(d / f) for f in dict.fromkeys(f for f, _ in FILE_COLUMNS)}  # hessian*.json
+    hess = files["hessian.json"]
     flat, bad_round = _metrics_tail(d / "metrics.csv")
     tr = spec.training
     ok = s["status"] == "completed"
@@ -94,9 +96,8 @@ def run_record(run_dir: str | Path, spec, experiments: list[str], label: str) ->
         "best_acc": 100 * s["best_acc"] if s.get("best_acc") is not None else float("nan"),
         "final_loss": _num(s.get("final_test_loss")) if ok else float("nan"),
         "flatness_mean": flat if ok else float("nan"),
-        "lambda_max": _num(lam), "trace": _num(hess.get("trace")),
-        "lambda_max_clients_mean": _num(clients.get("lambda_max_mean")),
-        "lambda_max_clients_max": _num(clients.get("lambda_max_max")), "lambda_max_test": _num(test.get("lambda_max")),
+        **{col: _num(files[f].get(key)) for (f, key), col in FILE_COLUMNS.items()},
+        "lambda_max": _num(lam),  # older hessian.json files hold only the eigenvalue list
         "up_bytes_total": s.get("up_bytes_total"), "down_bytes_total": s.get("down_bytes_total"),
         "grad_evals_per_step": s.get("grad_evals_per_step"),
         "wall_time_s": _num(s.get("wall_time")), "peak_rss_mb": _peak_rss(d / "benchmark.tsv"),

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError, choice_error
 from ..kinds import FIGURE_KINDS, TABLE_KINDS
+from ..recorded import SUMMARY, file_column
 from ..report.select import experiment_of, figure_runs, normalise_select, select_runs, target_caption
 from .stats import SUMMARY_METRICS, check_metric
 
@@ -131,8 +132,6 @@ def _cells(study, name: str, spec: dict) -> tuple[list[dict], list[dict], list[l
 
 def _record_column(metric: str) -> str | None:
     """The committed record's column that keeps a file: metric's value (None: not kept, or not a file metric)."""
-    from ..recorded import file_column
-
     return file_column(*metric.split(":")[1:]) if metric.startswith("file:") else None
 
 
@@ -179,7 +178,7 @@ class PaperTable:
         if all(c["metric"] in SUMMARY_METRICS or k for c, k in zip(cols, kept)):  # a record holds all a cell reads
             needs = tuple(k for k in kept if k)
             todo = set(study.unrecorded(rids, needs))
-            out = study.outcome_inputs(rids, needs)
+            out = [f"{study.run_dir(r)}/{SUMMARY}" for r in rids if r in todo]
         else:
             todo = set(rids)
             out = [f"{study.run_dir(r)}/{f}" for r in rids for f in ("summary.json", "metrics.csv")]
