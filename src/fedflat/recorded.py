@@ -6,7 +6,8 @@ is a function of all of a run's settings (spec.RunSpec.run_id), so the record wi
 outcome: a selection stage (a tuning grid, the leaderboard's screen and continuation) reads it as it reads the
 run's summary.json, and the workflow does not schedule the run again. A study turns this off with
 `reuse_evidence: false` (`snakemake --config reuse_evidence=false`), which re-runs every run whose directory is
-missing. What a record cannot give back (the per-round curve, the model) still needs the run directory.
+missing. A record keeps what the tables read of a run's per-round curve (its costs, fedflat.util.curves) and its
+Hessian values (FILE_COLUMNS); what it cannot give back (the whole curve, the model) still needs the run directory.
 
 The record also says which commit made the run (git_commit): a run id covers the settings, not the code, as a
 run directory's does.
@@ -16,6 +17,8 @@ from __future__ import annotations
 import csv
 import math
 from pathlib import Path
+
+from .util.curves import CURVE_COSTS
 
 EVIDENCE_ROOT = Path("results/evidence")
 SUMMARY = "summary.json"
@@ -27,6 +30,8 @@ FILE_COLUMNS = {("hessian.json", "lambda_max"): "lambda_max", ("hessian.json", "
                 ("hessian_clients.json", "lambda_max_mean"): "lambda_max_clients_mean",
                 ("hessian_clients.json", "lambda_max_max"): "lambda_max_clients_max",
                 ("hessian_test.json", "lambda_max"): "lambda_max_test"}
+# what a run that did not complete has nothing of: its record covers these whatever they hold
+_COMPLETED_ONLY = (*FILE_COLUMNS.values(), "up_to_reach", "grads_to_reach")
 
 
 def _files(root: Path) -> list[Path]:
@@ -77,6 +82,12 @@ def outcome_of_record(row: dict) -> dict:
             "final_test_loss": _number(row.get("final_loss", "")) if ok else None,
             "rounds_completed": None if rounds is None else int(rounds),
             **{col: _number(row.get(col, "")) for col in FILE_COLUMNS.values()},
+            # what the leaderboard's tables read of the run beyond its summary (fedflat.util.curves)
+            **{col: _number(row.get(col, "")) for col in CURVE_COSTS},
+            "flatness_mean": _number(row.get("flatness_mean", "")) if ok else None,
+            "wall_time": _number(row.get("wall_time_s", "")),
+            "grad_evals_per_step": _number(row.get("grad_evals_per_step", "")),
+            "diverged_round": _number(row.get("diverged_round", "")),
             "source": f"evidence:{row['evidence']}@{row.get('git_commit') or 'unknown commit'}"}
 
 
@@ -88,9 +99,13 @@ def recorded(run_id: str, root: Path | str = EVIDENCE_ROOT) -> dict | None:
 
 def covers(run_id: str, needs: tuple[str, ...] = (), root: Path | str = EVIDENCE_ROOT) -> bool:
     """Whether the evidence holds this run with every key of `needs` measured (e.g. ('lambda_max',) for a run
-    whose Hessian the study reads)."""
+    whose Hessian the study reads). A run that did not complete has no Hessian and no cost to reach: its record
+    covers those keys as it is (running it again would diverge again)."""
     out = recorded(run_id, root)
-    return out is not None and all(out.get(k) is not None for k in needs)
+    if out is None:
+        return False
+    done = out["status"] == "completed"
+    return all(out.get(k) is not None for k in needs if done or k not in _COMPLETED_ONLY)
 
 
 def read_outcome(run_dir: str | Path, run_id: str | None, reuse: bool = True,
@@ -126,6 +141,8 @@ def read_file_value(run_dir: str | Path, run_id: str | None, fname: str, key: st
         return None if v is None else float(v)
     col = file_column(fname, key)
     out = recorded(run_id, root) if (reuse and run_id and col) else None
+    if out is not None and out.get(col) is None and out["status"] != "completed":
+        return None  # the analysis writes null for a diverged run's model, and its record keeps that null
     if out is None or out.get(col) is None:
         raise FileNotFoundError(f"{path}: missing, and no committed record keeps its {key!r} for run {run_id!r}; "
                                 f"run it first (snakemake {path})")

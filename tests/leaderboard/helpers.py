@@ -45,7 +45,7 @@ def write_final_run(d: Path, spec, acc: float | None, seed: int):
                       "flatness_distance": blowup * {"fedavg": 1.0, "fedsam": 0.5, "fednsam": 0.1}[spec.algorithm]})
     m.to_csv(d / "metrics.csv", index=False)
     (d / "summary.json").write_text(json.dumps({
-        "status": "completed" if ok else "diverged", "final_acc": a, "last10_acc": a,
+        "status": "completed" if ok else "diverged", "final_acc": a, "last10_acc": a, "rounds_completed": rounds,
         "wall_time": 12.0 if ok else 1.0, "grad_evals_per_step": 2 if spec.algorithm == "fedsam" else 1}))
     lam = {"fedavg": 9.0, "fedsam": 3.0, "fednsam": 5.0}[spec.algorithm]
     (d / "hessian.json").write_text(json.dumps({"lambda_max": blowup * lam, "trace": blowup * 100.0}))

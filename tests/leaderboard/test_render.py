@@ -1,12 +1,16 @@
 """The leaderboard table and figures on synthetic final runs: ranks, diverged seeds, costs, provenance."""
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from fedflat.evidence.export import export_study
+from fedflat.leaderboard.flow import choice_path
 from fedflat.leaderboard.kinds import LeaderboardTable
+from fedflat.leaderboard.results import load_runs
 from fedflat.kinds import FIGURE_KINDS
 from fedflat.study import load_study, table_manifest
 
@@ -73,3 +77,18 @@ def test_figures_render(study, tmp_path, kind):
     outs = [tmp_path / f"{kind}.pdf", tmp_path / f"{kind}.png"]
     FIGURE_KINDS.get(kind).render(m, outs)
     assert all(o.stat().st_size > 5000 for o in outs)
+
+
+def test_the_final_runs_read_the_same_from_their_committed_records(study, tmp_path):
+    """A final stage that spans sessions: once exported, its run directories may go, and the table reads the same
+    numbers (accuracies, costs to reach, floats per client, curvature, where a diverged run stopped) from the
+    records, without scheduling a run again."""
+    before = load_runs(table_manifest(study, "leaderboard")["entries"])
+    spec = study.tables["leaderboard"]
+    assert len(LeaderboardTable.inputs(study, "leaderboard", spec)) == 1 + 3 * 18  # summary, metrics, Hessian
+    export_study(study)
+    shutil.rmtree("results/runs")
+    assert LeaderboardTable.inputs(study, "leaderboard", spec) == [choice_path(study)]
+    after = load_runs(table_manifest(study, "leaderboard")["entries"])
+    pd.testing.assert_frame_equal(before, after, rtol=1e-5)
+    assert after["up_to_reach"].notna().sum() == 17 and (after["last_round"] == 10).all()

@@ -4,7 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from fedflat.leaderboard.stats import bootstrap_ci, cost_to_reach, kendall, pareto_front, ranks, spearman
+from fedflat.leaderboard.stats import bootstrap_ci, kendall, pareto_front, ranks, spearman
+from fedflat.util.curves import cost_to_reach
 
 
 def test_ranks_best_first_ties_shared_diverged_last():

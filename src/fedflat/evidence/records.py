@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 from ..recorded import FILE_COLUMNS
+from ..util.curves import CURVE_COSTS, curve_costs
 
 # The order of runs.csv's columns (a test pins them: pages and trace read them by name).
 COLUMNS = (
@@ -15,7 +16,7 @@ COLUMNS = (
     "lr", "rounds", "local_steps", "batch_size", "num_clients", "participation", "holdout", "uplink", "seed",
     "eval_split", "data", "status", "rounds_completed", "diverged_round", "final_acc", "last10_acc", "best_acc",
     "final_loss", "flatness_mean", "lambda_max", "trace", "lambda_max_clients_mean", "lambda_max_clients_max",
-    "lambda_max_test", "up_bytes_total", "down_bytes_total",
+    "lambda_max_test", "up_bytes_total", "down_bytes_total", *CURVE_COSTS,
     "grad_evals_per_step", "wall_time_s", "peak_rss_mb", "backend", "fedflat", "git_commit", "torch",
 )
 
@@ -34,14 +35,16 @@ def _num(x) -> float:
     return v
 
 
-def _metrics_tail(path: Path) -> tuple[float, int | None]:
-    """(mean flatness distance over rounds, the round a diverged run stopped in) from metrics.csv."""
+def _metrics(path: Path):
+    """metrics.csv as a frame (None where the run has none)."""
     import pandas as pd
 
-    if not path.exists():
-        return float("nan"), None
-    m = pd.read_csv(path)
-    if m.empty:
+    return pd.read_csv(path) if path.exists() else None
+
+
+def _metrics_tail(m) -> tuple[float, int | None]:
+    """(mean flatness distance over rounds, the round a diverged run stopped in) from metrics.csv's frame."""
+    if m is None or m.empty:
         return float("nan"), None
     flat = float(m["flatness_distance"].mean()) if "flatness_distance" in m else float("nan")
     bad = m[m["status"] != "ok"] if "status" in m else m.iloc[0:0]
@@ -76,9 +79,13 @@ def run_record(run_dir: str | Path, spec, experiments: list[str], label: str) ->
     env = cfg.get("environment", {})
     files = {f: _json(d / f) for f in dict.fromkeys(f for f, _ in FILE_COLUMNS)}  # hessian*.json
     hess = files["hessian.json"]
-    flat, bad_round = _metrics_tail(d / "metrics.csv")
+    from ..fl.engine import BYTES_PER_FLOAT
+
+    m = _metrics(d / "metrics.csv")
+    flat, bad_round = _metrics_tail(m)
     tr = spec.training
     ok = s["status"] == "completed"
+    last10 = _pct(s.get("last10_acc")) if ok else float("nan")
     eigs = hess.get("eigenvalues") or hess.get("top_eigenvalues") or []
     lam = hess.get("lambda_max", eigs[0] if eigs else float("nan"))
     return {
@@ -92,13 +99,14 @@ def run_record(run_dir: str | Path, spec, experiments: list[str], label: str) ->
         "status": s["status"], "rounds_completed": s.get("rounds_completed"),
         "diverged_round": None if ok else (bad_round if bad_round is not None else s.get("rounds_completed")),
         "final_acc": _pct(s.get("final_acc")) if ok else float("nan"),
-        "last10_acc": _pct(s.get("last10_acc")) if ok else float("nan"),
+        "last10_acc": last10,
         "best_acc": 100 * s["best_acc"] if s.get("best_acc") is not None else float("nan"),
         "final_loss": _num(s.get("final_test_loss")) if ok else float("nan"),
         "flatness_mean": flat if ok else float("nan"),
         **{col: _num(files[f].get(key)) for (f, key), col in FILE_COLUMNS.items()},
         "lambda_max": _num(lam),  # older hessian.json files hold only the eigenvalue list
         "up_bytes_total": s.get("up_bytes_total"), "down_bytes_total": s.get("down_bytes_total"),
+        **curve_costs(m, last10, ok, BYTES_PER_FLOAT),
         "grad_evals_per_step": s.get("grad_evals_per_step"),
         "wall_time_s": _num(s.get("wall_time")), "peak_rss_mb": _peak_rss(d / "benchmark.tsv"),
         "backend": cfg.get("backend", s.get("backend")), "fedflat": env.get("fedflat"),

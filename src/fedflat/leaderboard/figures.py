@@ -4,8 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..report.style import apply_style, color_for, marker_for, save_all
+from ..util.curves import REACH
 from .flatness import MEASURES, common_lr, correlation, correlation_text, flatness_correlations
-from .results import REACH, load_runs, partition_title, per_method
+from .results import load_runs, partition_title, per_method
 from .stats import kendall, pareto_front
 
 

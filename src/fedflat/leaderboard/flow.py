@@ -22,7 +22,12 @@ import json
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..util.curves import CURVE_COSTS
 from .protocol import CHOICE_FILE, SCREEN_FILE, TUNING_TABLE, exp_name, prepare
+
+# what the leaderboard's tables and figures read of a final run beyond its summary: a final run whose record
+# lacks one of these is run again (its Hessian needs the run directory's model)
+FINAL_NEEDS = ("lambda_max", *CURVE_COSTS)
 
 
 def choice_path(study) -> str:
@@ -229,7 +234,7 @@ def evidence_gaps(study) -> list[str]:
     if continuation_on(study):
         files += choice_inputs(study)
     finals = [rid for entries in final_experiments(study).values() for rid, _ in entries]
-    for summary in study.outcome_inputs(finals, needs=("lambda_max",)):
+    for summary in study.outcome_inputs(finals, needs=FINAL_NEEDS):
         files += [summary, f"{Path(summary).parent}/hessian.json"]
     if continuation_on(study):
         files += study.outcome_inputs(rid for entries in ablation_experiments(study).values() for rid, _ in entries)

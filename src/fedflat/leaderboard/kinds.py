@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..kinds import FIGURE_KINDS, TABLE_KINDS
+from ..util.curves import CURVE_COSTS
 
 
 def _protocol(study, name: str) -> dict:
@@ -16,16 +17,18 @@ def _protocol(study, name: str) -> dict:
 
 
 def _inputs(study, name: str, hessian: bool) -> list[str]:
-    from .flow import choice_path, continuation_on, final_experiments
+    """The choice, and the files of every final run (and ablation) the committed evidence does not already hold
+    with what the kind reads: a stage whose runs span sessions renders from the records (results.load_runs)."""
+    from .flow import FINAL_NEEDS, choice_path, continuation_on, final_experiments
 
     _protocol(study, name)
     files = [choice_path(study)]
-    for entries in final_experiments(study).values():
-        for rid, _ in entries:
-            d = study.run_dir(rid)
-            files += [f"{d}/summary.json", f"{d}/metrics.csv"] + ([f"{d}/hessian.json"] if hessian else [])
+    finals = [rid for entries in final_experiments(study).values() for rid, _ in entries]
+    for summary in study.outcome_inputs(finals, needs=FINAL_NEEDS if hessian else CURVE_COSTS):
+        d = Path(summary).parent
+        files += [summary, f"{d}/metrics.csv"] + ([f"{d}/hessian.json"] if hessian else [])
     if continuation_on(study):  # the rho = 0 ablations and the picks' own full-horizon validation runs
-        files += [f"{e['dir']}/summary.json" for a in _ablations(study) for e in a["pick"] + a["ablation"]]
+        files += study.outcome_inputs(e["run_id"] for a in _ablations(study) for e in a["pick"] + a["ablation"])
     return list(dict.fromkeys(files))
 
 
@@ -42,7 +45,7 @@ def _ablations(study) -> list[dict]:
         picks = choice_for(study.final_cache["chosen"], p, part)
 
         def runs_at(entries, name, cell):
-            return [{"dir": study.run_dir(rid), "seed": lab["seed"]} for rid, lab in entries
+            return [{"dir": study.run_dir(rid), "run_id": rid, "seed": lab["seed"]} for rid, lab in entries
                     if lab["preset"] == name and study.runs[rid].training["lr"] == cell["lr"]
                     and all(study.runs[rid].hparams.get(k) == v for k, v in cell["params"].items())]
         for name, pick in picks.items():
@@ -62,7 +65,7 @@ def _manifest(study, name: str, spec: dict) -> dict:
     finals = final_experiments(study)
     chosen = study.final_cache["chosen"]
     entries = [{"partition": part, "method": lab["algorithm"], "preset": lab["preset"], "seed": lab["seed"],
-                "dir": study.run_dir(rid)} for part, runs in finals.items() for rid, lab in runs]
+                "dir": study.run_dir(rid), "run_id": rid} for part, runs in finals.items() for rid, lab in runs]
     picks = {part: {PRESETS.get(k).label: c for k, c in choice_for(chosen, p, part).items()} for part in p["partitions"]}
     cfg = p["config"]
     scale = cfg.get("scale", "paper")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..recorded import covers
 from .flow import choice_path, continuation_on, screen_path
 
 
@@ -23,8 +24,8 @@ def _count(study, runs) -> dict:
             out["done"] += 1
             out["recorded"] += "source" in s
             out["diverged"] += s["status"] != "completed"
-        out["hessians"] += Path(study.run_dir(rid), "hessian.json").exists() or (
-            s is not None and s.get("lambda_max") is not None)
+        # the run directory's hessian.json (null for a diverged model), else a record that covers it
+        out["hessians"] += Path(study.run_dir(rid), "hessian.json").exists() or covers(rid, ("lambda_max",))
     return out
 
 

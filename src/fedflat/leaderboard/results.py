@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..recorded import SUMMARY, read_outcome
+from ..util.curves import CURVE_COSTS, curve_costs
 from ..util.stats import tie_bands
-from .stats import cost_to_reach, ranks
-
-REACH = 0.99  # cost to reach = cost until the run first reaches 99 % of its own final (last-10 %) accuracy
+from .stats import ranks
 
 
 def partition_title(p: str) -> str:
@@ -26,41 +26,45 @@ def partition_title(p: str) -> str:
 
 
 def load_runs(entries: list[dict], hessian: bool = True) -> pd.DataFrame:
-    """One row per final run: accuracies, costs per round, cost to reach its own final accuracy, curvature."""
+    """One row per final run: accuracies, costs per round, cost to reach its own final accuracy, curvature. A run
+    whose directory is gone is read from its committed record (fedflat.recorded), which keeps the same numbers
+    (fedflat.util.curves), so a leaderboard whose stages span sessions renders from the evidence."""
+    return pd.DataFrame([_row(e, hessian) for e in entries])
+
+
+def _row(e: dict, hessian: bool) -> dict:
     from ..fl.engine import BYTES_PER_FLOAT
 
-    rows = []
-    for e in entries:
-        d = Path(e["dir"])
-        s = json.loads((d / "summary.json").read_text())
-        m = pd.read_csv(d / "metrics.csv")
+    d = Path(e["dir"])
+    if (d / SUMMARY).exists():
+        s, m = json.loads((d / SUMMARY).read_text()), pd.read_csv(d / "metrics.csv")
         ok = s["status"] == "completed"
-        per_client = m["clients"].clip(lower=1)
-        row = {k: e[k] for k in ("partition", "method", "preset", "seed")}
-        row.update({
-            "status": s["status"], "final_acc": 100 * s["final_acc"] if ok else np.nan,
-            "last10_acc": 100 * s["last10_acc"] if ok else np.nan,
-            "grad_evals_per_step": s["grad_evals_per_step"],
-            "up_floats": float((m["up_bytes"] / per_client).mean() / BYTES_PER_FLOAT),
-            "down_floats": float((m["down_bytes"] / per_client).mean() / BYTES_PER_FLOAT),
-            # a diverged run stopped early on exploding weights: its wall time, flatness and curvature describe
-            # the blow-up, not the method, so they stay out of the method's means (completed seeds only)
-            "wall_time": s["wall_time"] if ok else np.nan,
-            "flatness": float(m["flatness_distance"].mean()) if ok else np.nan,
-            "up_to_reach": np.nan, "grads_to_reach": np.nan, "lambda_max": np.nan, "trace": np.nan,
-            "last_round": int(m["round"].iloc[-1]) if len(m) else 0,  # where a diverged run stopped
-        })
-        if ok:
-            target = REACH * 100 * s["last10_acc"]
-            acc = 100 * m["test_acc"].to_numpy(dtype=float)
-            row["up_to_reach"] = cost_to_reach(acc, m["up_bytes"].to_numpy(dtype=float), target)
-            row["grads_to_reach"] = cost_to_reach(acc, m["grad_evals"].to_numpy(dtype=float), target)
-        h = d / "hessian.json"
-        if ok and hessian and h.exists():
-            hj = json.loads(h.read_text())
-            row["lambda_max"], row["trace"] = hj.get("lambda_max", np.nan), hj.get("trace") or np.nan
-        rows.append(row)
-    return pd.DataFrame(rows)
+        last10 = 100 * s["last10_acc"] if ok else np.nan
+        costs = curve_costs(m, last10, ok, BYTES_PER_FLOAT)
+        flat = float(m["flatness_distance"].mean()) if ok else np.nan
+        last_round = int(m["round"].iloc[-1]) if len(m) else 0
+        hj = json.loads((d / "hessian.json").read_text()) if (hessian and (d / "hessian.json").exists()) else {}
+    else:
+        s = read_outcome(d, e["run_id"])  # the committed record: its keys mirror summary.json's
+        ok = s["status"] == "completed"
+        last10 = 100 * s["last10_acc"] if ok else np.nan
+        costs = {k: np.nan if s.get(k) is None else s[k] for k in CURVE_COSTS}
+        flat = s.get("flatness_mean") if ok else np.nan
+        last_round = int(s.get("diverged_round") or s.get("rounds_completed") or 0)
+        hj = {"lambda_max": s.get("lambda_max"), "trace": s.get("trace")} if hessian else {}
+    row = {k: e[k] for k in ("partition", "method", "preset", "seed")}
+    row.update({
+        "status": s["status"], "final_acc": 100 * s["final_acc"] if ok else np.nan, "last10_acc": last10,
+        "grad_evals_per_step": float(s["grad_evals_per_step"]), **costs,
+        # a diverged run stopped early on exploding weights: its wall time, flatness and curvature describe
+        # the blow-up, not the method, so they stay out of the method's means (completed seeds only)
+        "wall_time": s["wall_time"] if ok else np.nan, "flatness": np.nan if flat is None else flat,
+        "lambda_max": np.nan, "trace": np.nan,
+        "last_round": last_round,  # where a diverged run stopped
+    })
+    if ok and hj:
+        row["lambda_max"], row["trace"] = hj.get("lambda_max") or np.nan, hj.get("trace") or np.nan
+    return row
 
 
 def primary_rank(acc: dict[str, float], ok_acc: dict[str, float]) -> dict[str, float]:

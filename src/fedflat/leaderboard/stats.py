@@ -1,4 +1,4 @@
-"""The leaderboard's statistics: ranks, Pareto frontiers, cost to reach an accuracy; rank correlations and
+"""The leaderboard's statistics: ranks, Pareto frontiers; rank correlations and
 their bootstrap intervals come from fedflat.util.stats. Plain numpy/scipy on small arrays; each is tested on hand-made inputs."""
 from __future__ import annotations
 
@@ -30,15 +30,6 @@ def pareto_front(cost: list[float], acc: list[float]) -> list[int]:
         if not any((c2 <= c and a2 >= a) and (c2 < c or a2 > a) for c2, a2, _ in pts):
             front.append((c, i))
     return [i for _, i in sorted(front)]
-
-
-def cost_to_reach(acc: np.ndarray, cost: np.ndarray, target: float) -> float:
-    """Cumulative cost at the first evaluation whose accuracy is >= target (NaN if never). `acc` holds NaN
-    for rounds without an evaluation; `cost` is the per-round cost, cumulated here."""
-    cum = np.cumsum(np.nan_to_num(np.asarray(cost, dtype=float)))
-    acc = np.asarray(acc, dtype=float)
-    hit = np.flatnonzero(np.nan_to_num(acc, nan=-np.inf) >= target)
-    return float(cum[hit[0]]) if hit.size else float("nan")
 
 
 def ascent_verdict(delta: float, std: float) -> str:

@@ -9,11 +9,11 @@ import pandas as pd
 
 from ..data.provenance import provenance
 from ..papers.kinds_tuning import setting_text
-from ..recorded import SUMMARY, read_outcome
-from ..run_paths import run_of_file
+from ..recorded import read_outcome
+from ..util.curves import REACH
 from ..util.io import write_text
 from .flatness import MEASURES, flatness_correlations, value_text
-from .results import REACH, load_runs, partition_title, per_method
+from .results import load_runs, partition_title, per_method
 from .stats import ascent_verdict
 
 
@@ -93,7 +93,7 @@ def _ablation_section(m: dict, agg: pd.DataFrame, titles: dict) -> str:
         return ""
 
     def score(runs):
-        vals = [read_outcome(r["dir"], run_of_file(Path(r["dir"]) / SUMMARY)) for r in runs]
+        vals = [read_outcome(r["dir"], r["run_id"]) for r in runs]
         vals = [100 * v["last10_acc"] for v in vals if v["status"] == "completed"]
         return sum(vals) / len(vals) if len(vals) == len(runs) and vals else float("nan")
 
