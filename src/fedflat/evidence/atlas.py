@@ -33,14 +33,20 @@ def _reach(study, run_ids: list[str]) -> str | None:
     return None
 
 
-def paper_rows(paper: str, config_dir: Path, evidence_root: Path, figures_root: Path) -> list[dict]:
-    from ..papers.kinds import table_cells
-    from ..papers.published import parse_published
+def paper_study(paper: str, config_dir: Path):
+    """The paper's catalog at the paper's scale (the run ids its evidence records)."""
     from ..study import load_config_file, load_study
 
     cfg = load_config_file(Path(config_dir) / f"{paper}.yaml")
     cfg["scale"] = "paper"
-    study = load_study(cfg)
+    return load_study(cfg)
+
+
+def paper_rows(paper: str, config_dir: Path, evidence_root: Path, figures_root: Path, study=None) -> list[dict]:
+    from ..papers.kinds import table_cells
+    from ..papers.published import parse_published
+
+    study = study or paper_study(paper, config_dir)
     runs = load(paper, evidence_root).runs()
     out = []
     for name, spec in study.tables.items():

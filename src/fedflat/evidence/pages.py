@@ -14,7 +14,7 @@ from typing import Callable
 
 from . import blocks_leaderboard as lb
 from . import blocks_reproduction as rep
-from . import direction, lrpicks, readings
+from . import direction, lrpicks, margin, readings
 from .export import EVIDENCE, FIGURES
 from .markers import replace
 from .store import Evidence, load
@@ -32,7 +32,7 @@ PAGES: dict[str, dict[str, Callable]] = {
     "docs/reproduction.md": {"fedsynsam-summary": rep.summary,
                              **{f"fedsynsam-{t}": rep.target(t) for t in rep.TARGETS},
                              **{f"fedsynsam-{f}": rep.figure(f) for f in rep.FIGURES},
-                             "fedsynsam-readings": readings.block,
+                             "fedsynsam-readings": readings.block, "fedsynsam-margin": margin.block,
                              "fedsynsam-lr-picks": lrpicks.block,
                              "fedsynsam-table1-direction": direction.block,
                              "fedsynsam-lr-sharpness": direction.lr_block},
@@ -47,6 +47,7 @@ class Context:
     figures_root: Path = FIGURES
     _atlas: dict = field(default_factory=dict)
     _evidence: dict = field(default_factory=dict)
+    _studies: dict = field(default_factory=dict)
 
     def config(self, name: str) -> Path:
         return self.root / "config" / name
@@ -56,12 +57,20 @@ class Context:
             self._evidence[study] = load(study, self.root / self.evidence_root)
         return self._evidence[study]
 
+    def study(self, paper: str):
+        """The paper's catalog at the paper's scale, loaded once per render."""
+        from .atlas import paper_study
+
+        if paper not in self._studies:
+            self._studies[paper] = paper_study(paper, self.root / "config/papers")
+        return self._studies[paper]
+
     def atlas(self, paper: str) -> list[dict]:
         from .atlas import paper_rows
 
         if paper not in self._atlas:
             self._atlas[paper] = paper_rows(paper, self.root / "config/papers", self.root / self.evidence_root,
-                                            self.root / self.figures_root)
+                                            self.root / self.figures_root, study=self.study(paper))
         return self._atlas[paper]
 
 

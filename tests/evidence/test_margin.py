@@ -1,0 +1,43 @@
+"""FedSynSAM's margin over FedSAM per block (fedflat.evidence.margin): the sign, the pooled std, and the wiring of
+the catalog's cells and published values."""
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fedflat.evidence import margin
+from fedflat.evidence.atlas import paper_study
+from fedflat.papers.kinds import table_cells
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_margin_is_the_method_minus_the_baseline_against_their_pooled_seed_std():
+    # sds 2*sqrt(2) and 0 (ddof 1) pool to 2: a 3-point margin appears, its mirror reverses, half a point does not
+    m, pooled, v = margin.compare([80.0, 84.0], [79.0, 79.0])
+    assert m == pytest.approx(3.0) and pooled == pytest.approx(2.0) and v == "appears"
+    assert margin.compare([79.0, 79.0], [80.0, 84.0])[2] == "reversed"
+    assert margin.compare([80.0, 82.0], [80.5, 80.5])[2] == "within the seed spread"
+
+
+def test_block_rows_read_the_catalogs_cells_and_published_margin():
+    study = paper_study("fedsynsam", REPO / "config/papers")
+    name = margin.TABLES["A"]
+    rows, cols, grid = table_cells(study, name, study.tables[name])
+    by_label = {r["label"]: line for r, line in zip(rows, grid)}
+    recs = []
+    # first column: FedSynSAM 2 points above FedSAM on every seed; second: FedSAM above; third: one diverged seed
+    for j, (syn, sam) in enumerate(((82.0, 80.0), (79.0, 81.0), (None, 80.0))):
+        for label, acc in (("FedSynSAM", syn), ("FedSAM", sam)):
+            for k, (rid, _) in enumerate(by_label[label][j]):
+                ok = acc is not None or k > 0
+                recs.append({"run_id": rid, "status": "completed" if ok else "diverged",
+                             "final_acc": (acc or 81.0) + 0.1 * k if ok else float("nan")})
+    out = margin.block_rows(study, pd.DataFrame(recs), name)
+    assert [r["column"] for r in out] == [c["group"] for c in cols]
+    assert out[0]["paper"] == pytest.approx(84.04 - 82.93) and out[0]["ours"] == pytest.approx(2.0)
+    assert [r["verdict"] for r in out] == ["appears", "reversed", None, None]
+    assert out[2]["diverged"] == 1 and out[3]["ours"] != out[3]["ours"]  # the fourth column has no runs: NaN
+    text = margin.render({"A": out, "B": margin.block_rows(study, pd.DataFrame(recs), margin.TABLES["B"])})
+    assert "block A: appears in 1 of 2 columns; block B not settled yet" in text
+    assert "| A | FMNIST Q4 | +1.11 | +2.00 | 0.10 | appears |" in text and "1 seed(s) diverged" in text
