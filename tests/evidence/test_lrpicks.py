@@ -65,3 +65,10 @@ def test_the_catalog_runs_every_complete_grid_s_pick():
     for key, v in picks(ctx.evidence(STUDY).runs()).items():
         if v["lr"] is not None:
             assert catalog[key] == {v["lr"]}, key
+
+
+def test_a_pick_on_the_edge_of_its_grid_is_marked():
+    from fedflat.evidence.lrpicks import edge
+
+    assert edge(0.5, [0.05, 0.1, 0.5]) == " (grid top)" and edge(0.05, [0.05, 0.1, 0.5]) == " (grid bottom)"
+    assert edge(0.1, [0.05, 0.1, 0.5]) == ""

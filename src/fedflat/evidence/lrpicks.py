@@ -71,6 +71,11 @@ def catalog_lrs(study) -> dict[tuple[str, str, str], set[float]]:
     return out
 
 
+def edge(lr: float, grid: list[float]) -> str:
+    """' (grid top)' / ' (grid bottom)' for a pick on the edge of its grid: the grid does not bracket it."""
+    return " (grid top)" if lr == max(grid) else (" (grid bottom)" if lr == min(grid) else "")
+
+
 def _cell(v: float) -> str:
     return "diverged" if v != v else f"{v:.2f}"
 
@@ -88,14 +93,15 @@ def block(ctx) -> str:
                 "fedflat.evidence export config/papers/tuning/fedsynsam_fmnist_v2.yaml` records them.")
     done = sum(v["complete"] for v in p.values())
     lines = [f"Validation accuracy (%, last 10 % of rounds, mean over seeds {SEEDS[0]}-{SEEDS[-1]}) per local lr; "
-             f"**bold**: the rule's pick. Complete grids: {done} of {len(BLOCKS) * len(FAMILIES) * 9} (block, "
+             f"**bold**: the rule's pick, marked where it sits on the edge of its grid. Complete grids: {done} of {len(BLOCKS) * len(FAMILIES) * 9} (block, "
              f"family and method); {len(p)} have a record so far. `catalog`: the lr the catalog runs in those "
              f"columns.", "",
              "| block | columns | method | validation accuracy per lr | pick | catalog |", "|---|---|---|---|---|---|"]
     for (b, f, method), v in sorted(p.items()):
         cells = ", ".join((f"**{lr:g}: {_cell(a)}**" if lr == v["lr"] else f"{lr:g}: {_cell(a)}")
                           for lr, a in v["means"].items())
-        pick = f"{v['lr']:g}" if v["lr"] is not None else ("every cell diverged" if v["complete"] else "incomplete")
+        pick = (f"{v['lr']:g}{edge(v['lr'], list(v['means']))}" if v["lr"] is not None
+                else ("every cell diverged" if v["complete"] else "incomplete"))
         cat = ", ".join(f"{x:g}" for x in sorted(catalog.get((b, f, method), ()))) or "–"
         lines.append(f"| {b} | {FAMILY_NAMES[f]} | {method} | {cells} | {pick} | {cat} |")
     return "\n".join(lines)
