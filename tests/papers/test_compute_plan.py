@@ -29,3 +29,26 @@ def test_epochs_are_planned_on_the_data_sets_own_size():
     spec = next(s for s in study.runs.values() if s.dataset == "emnist-l10" and s.algorithm == "fedavg")
     assert spec.training["local_epochs"] == 20 and spec.clients_per_round == 5
     assert run_sample_grads(spec) == 2000 * 5 * 20 * 96
+
+
+def test_left_counts_only_the_runs_the_committed_evidence_does_not_hold(tmp_path, monkeypatch):
+    import csv
+
+    from fedflat.evidence.records import COLUMNS
+
+    study = load_or_skip(paper_config("fedsagd", "tiny"))
+    cache = {f"{s.model}|{dataset_family(s.dataset)}": 1000.0 for s in study.runs.values()}
+    monkeypatch.chdir(tmp_path)
+    before = summarise(study, measure=True, cache=cache)
+    assert all(r["left"] == r["runs"] for r in before)  # no evidence here: every run is still to run
+    out = tmp_path / "results/evidence/fedsagd"
+    out.mkdir(parents=True)
+    with (out / "runs.csv").open("w", newline="") as fh:  # every run recorded, completed, with its Hessian
+        w = csv.DictWriter(fh, fieldnames=list(COLUMNS))
+        w.writeheader()
+        for rid in study.runs:
+            w.writerow({**dict.fromkeys(COLUMNS, ""), "run_id": rid, "status": "completed", "final_acc": 50,
+                        "last10_acc": 50, "lambda_max": 1, "trace": 1})
+    after = summarise(study, measure=True, cache=cache)
+    assert [r["runs"] for r in after] == [r["runs"] for r in before]  # the cost of a target does not change
+    assert any(r["left"] == 0 < r["runs"] for r in after) and after[-1]["left"] < after[-1]["runs"]

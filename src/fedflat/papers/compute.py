@@ -79,7 +79,8 @@ def measure_cpu(model: str, dataset: str, batch: int = 50, reps: int = 3) -> flo
 
 
 def summarise(study, measure: bool = False, cache: dict[str, float] | None = None) -> list[dict]:
-    """One row per table/figure: target, runs it needs, sample-gradients and hours.
+    """One row per table/figure: target, the runs it needs, how many of them the committed evidence does not hold
+    yet (`left`: what a session still has to run), sample-gradients and hours (all its runs).
 
     `cache` (model|dataset family -> measured samples/s) lets several studies share measurements."""
     from ..study import figure_inputs, table_inputs
@@ -99,16 +100,27 @@ def summarise(study, measure: bool = False, cache: dict[str, float] | None = Non
         else:
             secs = g / ASSUMED_GPU_SAMPLES_PER_S.get(spec.model, 2e4)
         per_run[rid] = (g, secs)
-    rows = []
+    rows, needed = [], set()
     for section, inputs in (("tables", table_inputs), ("figures", figure_inputs)):
         for name, entry in getattr(study, section).items():
-            files = inputs(study, name)
-            rids = {run_of_file(f) for f in files} & set(per_run)
+            rids = _runs_of(study, inputs, name, reuse=False) & set(per_run)  # what the target costs
+            left = _runs_of(study, inputs, name, reuse=True) & rids  # what the committed evidence does not hold
+            needed |= left
             out = (f"{study.tables_dir}/{name}.md" if section == "tables" else f"{study.figures_dir}/{name}.pdf")
-            rows.append({"target": out, "ref": entry.get("ref", name), "runs": len(rids),
+            rows.append({"target": out, "ref": entry.get("ref", name), "runs": len(rids), "left": len(left),
                          "sample_grads": sum(per_run[r][0] for r in rids),
                          "hours": sum(per_run[r][1] for r in rids) / 3600})
-    rows.append({"target": "(all, deduplicated)", "ref": "", "runs": len(per_run),
+    rows.append({"target": "(all, deduplicated)", "ref": "", "runs": len(per_run), "left": len(needed),
                  "sample_grads": sum(g for g, _ in per_run.values()),
                  "hours": sum(s for _, s in per_run.values()) / 3600})
     return rows
+
+
+def _runs_of(study, inputs, name: str, reuse: bool) -> set[str]:
+    """The run ids a target's inputs name, with the committed evidence's runs left out (`reuse`) or not."""
+    before = study.config.get("reuse_evidence", True)
+    study.config["reuse_evidence"] = reuse and before
+    try:
+        return {run_of_file(f) for f in inputs(study, name)}
+    finally:
+        study.config["reuse_evidence"] = before
