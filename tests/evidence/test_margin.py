@@ -7,6 +7,7 @@ import pytest
 
 from fedflat.evidence import margin
 from fedflat.evidence.atlas import paper_study
+from fedflat.evidence.compare import beyond_spread
 from fedflat.papers.kinds import table_cells
 
 REPO = Path(__file__).resolve().parents[2]
@@ -14,10 +15,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_the_margin_is_the_method_minus_the_baseline_against_their_pooled_seed_std():
     # sds 2*sqrt(2) and 0 (ddof 1) pool to 2: a 3-point margin appears, its mirror reverses, half a point does not
-    m, pooled, v = margin.compare([80.0, 84.0], [79.0, 79.0])
+    m, pooled, v = beyond_spread([80.0, 84.0], [79.0, 79.0])
     assert m == pytest.approx(3.0) and pooled == pytest.approx(2.0) and v == "appears"
-    assert margin.compare([79.0, 79.0], [80.0, 84.0])[2] == "reversed"
-    assert margin.compare([80.0, 82.0], [80.5, 80.5])[2] == "within the seed spread"
+    assert beyond_spread([79.0, 79.0], [80.0, 84.0])[2] == "reversed"
+    assert beyond_spread([80.0, 82.0], [80.5, 80.5])[2] == "within the seed spread"
 
 
 def test_block_rows_read_the_catalogs_cells_and_published_margin():

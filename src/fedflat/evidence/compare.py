@@ -36,3 +36,26 @@ def within(ours: float, published: float | None, tol: float = TOLERANCE) -> bool
     if published is None or ours is None or math.isnan(ours):
         return None
     return abs(ours - published) <= tol
+
+
+def _sd(v: list[float]) -> float:
+    return float(np.std(v, ddof=1)) if len(v) > 1 else 0.0
+
+
+def beyond_spread(method: list[float], baseline: list[float]) -> tuple[float, float, str]:
+    """(difference of the seed means, pooled seed std sqrt((sd_a^2 + sd_b^2) / 2) with ddof 1 as the tables, verdict):
+    "appears" where the method's mean exceeds the baseline's by more than the pooled std, "reversed" where it falls
+    short by more than that, "within the seed spread" otherwise. The one test of a published ordering the result
+    pages apply (FedSynSAM's margin over FedSAM, Table I's compression ordering)."""
+    delta = float(np.mean(method) - np.mean(baseline))
+    pooled = math.sqrt((_sd(method) ** 2 + _sd(baseline) ** 2) / 2)
+    verdict = "appears" if delta > pooled else ("reversed" if delta < -pooled else "within the seed spread")
+    return delta, pooled, verdict
+
+
+def seed_values(runs, run_ids: list[str], metric: str) -> tuple[list[float], int]:
+    """(the completed runs' values of `metric`, how many of the cell's recorded runs did not complete)."""
+    col = METRIC_COLUMN[metric]
+    sub = runs[runs["run_id"].isin(run_ids)]
+    done = sub[sub["status"] == "completed"]
+    return [float(v) for v in done[col]], len(sub) - len(done)

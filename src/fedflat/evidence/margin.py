@@ -12,39 +12,11 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from .compare import cell_value
+from .compare import beyond_spread, cell_value, seed_values
 
 TABLES = {"A": "table2_A_fmnist", "B": "table2_B_fmnist", "C": "table2_C_fmnist"}
 ROWS = ("FedSynSAM", "FedSAM")  # (method, baseline): the paper's claim is the first beats the second
 PENDING = "No block has both rows in the committed evidence yet."
-
-
-def verdict(margin: float, pooled: float) -> str:
-    if margin > pooled:
-        return "appears"
-    if margin < -pooled:
-        return "reversed"
-    return "within the seed spread"
-
-
-def compare(method: list[float], baseline: list[float]) -> tuple[float, float, str]:
-    """(margin, pooled seed std, verdict) of the method's seeds over the baseline's."""
-    margin = float(np.mean(method) - np.mean(baseline))
-    pooled = math.sqrt((_sd(method) ** 2 + _sd(baseline) ** 2) / 2)
-    return margin, pooled, verdict(margin, pooled)
-
-
-def _seeds(runs, rids: list[str]) -> tuple[list[float], int]:
-    """(the completed seeds' final accuracies, how many runs of the cell diverged)."""
-    sub = runs[runs["run_id"].isin(rids)]
-    done = sub[sub["status"] == "completed"]
-    return done["final_acc"].astype(float).tolist(), len(sub) - len(done)
-
-
-def _sd(v: list[float]) -> float:
-    return float(np.std(v, ddof=1)) if len(v) > 1 else 0.0
 
 
 def block_rows(study, runs, name: str) -> list[dict]:
@@ -65,10 +37,10 @@ def block_rows(study, runs, name: str) -> list[dict]:
         row = {"column": c["group"], "paper": None if None in paper else paper[0] - paper[1],
                "ours": math.nan, "pooled": math.nan, "verdict": None, "diverged": 0}
         if settled:
-            (a, da), (b, db) = (_seeds(runs, ids) for ids in rids)
+            (a, da), (b, db) = (seed_values(runs, ids, c["metric"]) for ids in rids)
             row["diverged"] = da + db
             if a and b and not row["diverged"]:
-                row["ours"], row["pooled"], row["verdict"] = compare(a, b)
+                row["ours"], row["pooled"], row["verdict"] = beyond_spread(a, b)
         out.append(row)
     return out
 

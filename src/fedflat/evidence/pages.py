@@ -14,7 +14,7 @@ from typing import Callable
 
 from . import blocks_leaderboard as lb
 from . import blocks_reproduction as rep
-from . import direction, lrpicks, margin, readings
+from . import direction, lrpicks, margin, ordering, readings
 from .export import EVIDENCE, FIGURES
 from .markers import replace
 from .store import Evidence, load
@@ -33,6 +33,7 @@ PAGES: dict[str, dict[str, Callable]] = {
                              **{f"fedsynsam-{t}": rep.target(t) for t in rep.TARGETS},
                              **{f"fedsynsam-{f}": rep.figure(f) for f in rep.FIGURES},
                              "fedsynsam-readings": readings.block, "fedsynsam-margin": margin.block,
+                             "fedsynsam-table1-ordering": ordering.block,
                              "fedsynsam-lr-picks": lrpicks.block,
                              "fedsynsam-table1-direction": direction.block,
                              "fedsynsam-lr-sharpness": direction.lr_block},
