@@ -7,7 +7,12 @@ was read:
   appears   the margin exceeds the two rows' pooled seed std, sqrt((sd_a^2 + sd_b^2) / 2) (ddof 1, as the tables)
   reversed  the margin is below minus that std
   within the seed spread   otherwise
-A column whose runs are not all in the evidence, or with a diverged seed in either row, gets no verdict."""
+A column whose runs are not all in the evidence, or with a diverged seed in either row, gets no verdict.
+
+Do the lr picks explain the margin? The same test on the stage-L validation grids (seeds 0-1), per block and
+column family, once both methods' grids are complete: the margin at the lr both methods ran at before stage L
+(SHARED_LR, FedAvg's searched lr) against the margin at each method's own pick. The picks explain a margin where
+it appears at the picks and not at the shared lr."""
 from __future__ import annotations
 
 import math
@@ -17,6 +22,7 @@ from .compare import beyond_spread, cell_value, seed_values
 TABLES = {"A": "table2_A_fmnist", "B": "table2_B_fmnist", "C": "table2_C_fmnist"}
 ROWS = ("FedSynSAM", "FedSAM")  # (method, baseline): the paper's claim is the first beats the second
 PENDING = "No block has both rows in the committed evidence yet."
+SHARED_LR = 0.1  # the local lr FedSAM and FedSynSAM ran at before stage L (FedAvg's searched lr)
 
 
 def block_rows(study, runs, name: str) -> list[dict]:
@@ -72,3 +78,64 @@ def block(ctx) -> str:
     study = ctx.study("fedsynsam")
     runs = ctx.evidence("fedsynsam").runs()
     return render({b: block_rows(study, runs, t) for b, t in TABLES.items()})
+
+
+def lr_rows(tuning_runs) -> list[dict]:
+    """Per (block, family) whose FedSynSAM and FedSAM grids are complete: the two picks, and the validation margin
+    at SHARED_LR (`at_shared`) and at the picks (`at_picks`), each (margin, pooled std, verdict) or None where a
+    seed diverged."""
+    from .lrpicks import lr_scores, picks
+
+    p = picks(tuning_runs)
+    scores = lr_scores(tuning_runs)
+    out = []
+    for block, family in sorted({(b, f) for b, f, _ in p}):
+        got = [p.get((block, family, m)) for m in ROWS]
+        if any(g is None or not g["complete"] for g in got):
+            continue
+        here = scores[(scores["block"] == block) & (scores["family"] == family)]
+
+        def seeds(method, lr):
+            s = here[(here["method"] == method) & (here["value"] == lr)]["acc"]
+            return None if lr is None or s.empty or s.isna().any() else s.tolist()
+
+        def at(lrs):
+            vals = [seeds(m, lr) for m, lr in zip(ROWS, lrs)]
+            return None if None in vals else beyond_spread(*vals)
+        lrs = [g["lr"] for g in got]
+        out.append({"block": block, "family": family, "picks": lrs, "at_shared": at((SHARED_LR, SHARED_LR)),
+                    "at_picks": at(lrs)})
+    return out
+
+
+def explained(r: dict) -> bool:
+    """The picks explain the margin: it appears at the picks and not at the shared lr."""
+    return (r["at_picks"] is not None and r["at_picks"][2] == "appears"
+            and (r["at_shared"] is None or r["at_shared"][2] != "appears"))
+
+
+def render_lr(found: list[dict]) -> str:
+    from .lrpicks import FAMILY_NAMES
+
+    if not found:
+        return ("No block and column family has both FedSynSAM's and FedSAM's stage-L grids complete in the committed "
+                "evidence yet.")
+
+    def cell(c):
+        return "a seed diverged" if c is None else f"{c[0]:+.2f} (pooled std {c[1]:.2f}): {c[2]}"
+    n = sum(map(explained, found))
+    lines = [f"FedSynSAM minus FedSAM, validation accuracy (points, last 10 % of rounds, seeds 0-1): the lr picks "
+             f"explain a margin in {n} of {len(found)} (block, column family) pairs with both grids complete.", "",
+             f"| block | columns | picks (FedSynSAM, FedSAM) | margin at lr {SHARED_LR:g} (both) | margin at the picks | "
+             f"the picks explain it |", "|---|---|---|---|---|---|"]
+    for r in found:
+        picks = ", ".join("none" if lr is None else f"{lr:g}" for lr in r["picks"])
+        lines.append(f"| {r['block']} | {FAMILY_NAMES[r['family']]} | {picks} | {cell(r['at_shared'])} | "
+                     f"{cell(r['at_picks'])} | {'yes' if explained(r) else 'no'} |")
+    return "\n".join(lines)
+
+
+def lr_block(ctx) -> str:
+    from .lrpicks import STUDY
+
+    return render_lr(lr_rows(ctx.evidence(STUDY).runs()))

@@ -33,6 +33,7 @@ PAGES: dict[str, dict[str, Callable]] = {
                              **{f"fedsynsam-{t}": rep.target(t) for t in rep.TARGETS},
                              **{f"fedsynsam-{f}": rep.figure(f) for f in rep.FIGURES},
                              "fedsynsam-readings": readings.block, "fedsynsam-margin": margin.block,
+                             "fedsynsam-margin-lr": margin.lr_block,
                              "fedsynsam-table1-ordering": ordering.block,
                              "fedsynsam-lr-picks": lrpicks.block,
                              "fedsynsam-table1-direction": direction.block,
