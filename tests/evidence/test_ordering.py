@@ -56,3 +56,18 @@ def test_a_row_out_of_the_papers_order_breaks_it_and_missing_runs_leave_it_unset
     partial = runs.iloc[1:]  # one run missing: its cells are not settled
     assert any(r["verdict"] is None for r in ordering.rows(study, partial))
     assert ordering.render(ordering.rows(study, runs.iloc[0:0].reindex(columns=runs.columns))) == ordering.PENDING
+
+
+def test_below_the_edge_of_stability_q4_against_uncompressed_from_the_tables_per_seed_values():
+    def line(row, metric, seeds, diverged=0):
+        return {"row": row, "metric": metric, "per_seed": ";".join(map(str, seeds)), "n_seeds": 3, "diverged": diverged}
+    b, a = list(ordering.PROTOCOL_NAMES)
+    frame = pd.DataFrame([
+        line("η = 0.01, w/o compression", b, [60.0, 61.0, 62.0]), line("η = 0.01, Q4", b, [66.0, 67.0, 68.0]),
+        line("η = 0.01, w/o compression", a, [60.0, 61.0, 62.0]), line("η = 0.01, Q4", a, [59.0, 60.0, 61.0])])
+    got = {r["protocol"]: r["result"] for r in ordering.low_lr_rows(frame)}
+    assert got[ordering.PROTOCOL_NAMES[b]][0] == 6.0 and got[ordering.PROTOCOL_NAMES[b]][2] == "appears"
+    assert got[ordering.PROTOCOL_NAMES[a]][2] == "within the seed spread"  # -1 against a pooled std of 1
+    lost = frame.copy()
+    lost.loc[1, "diverged"] = 1
+    assert ordering.low_lr_rows(lost)[0]["result"] is None

@@ -7,7 +7,13 @@ rule was fixed here before the catalog's Table I runs were complete (a few proto
   one test (compare.beyond_spread): *appears* where its seed mean λ_max exceeds the uncompressed one by more than
   their pooled seed std, *reversed* where it falls short by more than that, *within the seed spread* otherwise;
   and whether our rows rank in the paper's order (strictly increasing means along it).
-A row whose runs are not all in the evidence, or with a diverged seed, gets no verdict."""
+A row whose runs are not all in the evidence, or with a diverged seed, gets no verdict.
+
+Below the edge of stability: the catalog's lr (0.1) sits where λ_max·η no longer grows with η (the direction
+study's lr_sharpness), so the lr may pin λ_max and hide compression's effect. The direction study's table
+compression_low_lr runs IID with and without Q4 at η = 0.01, where λ_max·η is well below that plateau; the same
+test, Q4 minus w/o compression per protocol. Compression's effect is hidden by the lr where Q4 is sharper beyond
+the seed spread at η = 0.01 while the catalog's Q4 row at η = 0.1 is not."""
 from __future__ import annotations
 
 import math
@@ -93,3 +99,50 @@ def render(found: list[dict]) -> str:
 
 def block(ctx) -> str:
     return render(rows(ctx.study("fedsynsam"), ctx.evidence("fedsynsam").runs()))
+
+
+LOW_LR_STUDY = "fedsynsam_table1_direction"
+LOW_LR_TABLE = "compression_low_lr"
+LOW_LR_ROWS = ("η = 0.01, Q4", "η = 0.01, w/o compression")  # (compressed, baseline)
+PROTOCOL_NAMES = {"file:hessian_r300_clients.json:lambda_max_mean": "(b) clients' data, mean",
+                  "file:hessian_r300_train.json:lambda_max": "(a) union of the training data"}
+
+
+def low_lr_rows(frame) -> list[dict]:
+    """From compression_low_lr's long frame (its .csv, per-seed values in `per_seed`): per protocol, Q4 minus w/o
+    compression at η = 0.01 by beyond_spread (None where a row is missing or lost a seed)."""
+    out = []
+    for metric, name in PROTOCOL_NAMES.items():
+        sub = frame[frame["metric"] == metric].set_index("row")
+        vals = []
+        for r in LOW_LR_ROWS:
+            seeds = str(sub["per_seed"].get(r, "")) if r in sub.index else ""
+            v = [float(x) for x in seeds.split(";") if x not in ("", "nan", "None")]
+            ok = r in sub.index and v and int(sub.loc[r, "diverged"]) == 0 and len(v) == int(sub.loc[r, "n_seeds"])
+            vals.append(v if ok else None)
+        out.append({"protocol": name, "result": None if None in vals else beyond_spread(*vals)})
+    return out
+
+
+def low_lr_block(ctx) -> str:
+    import io
+
+    import pandas as pd
+
+    text = ctx.evidence(LOW_LR_STUDY).table_text(LOW_LR_TABLE, "csv")
+    if text is None:
+        return "Not in the committed evidence yet."
+    found = low_lr_rows(pd.read_csv(io.StringIO(text)))
+    catalog = {(r["protocol"], r["row"]): r["verdict"] for r in rows(ctx.study("fedsynsam"), ctx.evidence("fedsynsam").runs())}
+    lines = ["| protocol | Q4 minus w/o compression at η = 0.01 (pooled seed std) | verdict at η = 0.01 | "
+             "catalog's IID Q4 at η = 0.1 | compression's effect hidden by the lr |", "|---|---|---|---|---|"]
+    for r in found:
+        at_low = r["result"]
+        at_cat = catalog.get((r["protocol"], "IID Q4"))
+        hidden = "-" if at_low is None or at_cat is None else (
+            "yes" if at_low[2] == "appears" and at_cat != "appears" else "no")
+        cell = "not settled" if at_low is None else f"{at_low[0]:+.2f} ({at_low[1]:.2f})"
+        lines.append(f"| {r['protocol']} | {cell} | {'-' if at_low is None else at_low[2]} | "
+                     f"{at_cat or 'not settled'} | {hidden} |")
+    body = ctx.evidence(LOW_LR_STUDY).table_text(LOW_LR_TABLE).strip().replace("# ", "#### ", 1)
+    return "\n".join(lines) + "\n\n" + body

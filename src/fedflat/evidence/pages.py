@@ -35,6 +35,7 @@ PAGES: dict[str, dict[str, Callable]] = {
                              "fedsynsam-readings": readings.block, "fedsynsam-margin": margin.block,
                              "fedsynsam-margin-lr": margin.lr_block,
                              "fedsynsam-table1-ordering": ordering.block,
+                             "fedsynsam-table1-ordering-lr": ordering.low_lr_block,
                              "fedsynsam-lr-picks": lrpicks.block,
                              "fedsynsam-table1-direction": direction.block,
                              "fedsynsam-lr-sharpness": direction.lr_block},
