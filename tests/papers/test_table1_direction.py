@@ -9,6 +9,7 @@ import torch
 
 from fedflat.build import build
 from fedflat.errors import ConfigError
+from fedflat.run_paths import run_of_file
 from fedflat.study import load_config_file, load_study, table_inputs
 
 from .paper_helpers import ROOT, paper_config
@@ -98,11 +99,18 @@ def test_lr_sweep_shares_the_direction_runs_and_asks_for_the_round_300_hessian()
             by_lr.setdefault(study.runs[rid].training["lr"], set()).add(rid)
         assert sorted(by_lr) == [0.01, 0.05, 0.1, 0.5] and all(len(v) == 3 for v in by_lr.values())
         assert by_lr[0.1] == {rid for rid, _ in study.experiments[base]}
-    assert len(study.runs) == 6 + 2 * 3 * 3
+    q4 = {rid for rid, _ in study.experiments["comp_iid_q4"]}  # ordering (i) at η = 0.01: Q4 runs of their own
+    assert len(q4) == 3 and all(study.runs[r].uplink == {"kind": "quant", "bits": 4} for r in q4)
+    assert len(study.runs) == 6 + 2 * 3 * 3 + 3
     from fedflat.study import figure_inputs
 
     files = figure_inputs(study, "lr_sharpness")
     assert sum(f.endswith("/hessian_r300_train.json") for f in files) == 24
+    # the low-lr comparison pairs the Q4 runs with lr_iid's η = 0.01 runs, under protocols (a) and (b)
+    low = table_inputs(study, "compression_low_lr")
+    paired = {r for r in {run_of_file(f) for f in low} if r} - q4
+    assert paired == {rid for rid, _ in study.experiments["lr_iid"] if study.runs[rid].training["lr"] == 0.01}
+    assert sum(f.endswith("/hessian_r300_clients.json") for f in low) == 6
 
 
 @pytest.mark.parametrize("ref", [{"slope": -2.0}, {"slope": "2"}, {"slope": 2.0, "colour": "red"}, [2.0]])
