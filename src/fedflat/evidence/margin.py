@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from .compare import beyond_spread, cell_value, seed_values
+from .compare import beyond_spread, compare_cells, signed
 
 TABLES = {"A": "table2_A_fmnist", "B": "table2_B_fmnist", "C": "table2_C_fmnist"}
 ROWS = ("FedSynSAM", "FedSAM")  # (method, baseline): the paper's claim is the first beats the second
@@ -39,20 +39,9 @@ def block_rows(study, runs, name: str) -> list[dict]:
     for j, c in enumerate(cols):
         paper = [parse_published((pub.get(r) or [None] * len(cols))[j]).mean for r in ROWS]
         rids = [[rid for rid, _ in by_label[r][j]] for r in ROWS]
-        settled = all(cell_value(runs, ids, c["metric"])[2] == len(ids) for ids in rids)
-        row = {"column": c["group"], "paper": None if None in paper else paper[0] - paper[1],
-               "ours": math.nan, "pooled": math.nan, "verdict": None, "diverged": 0}
-        if settled:
-            (a, da), (b, db) = (seed_values(runs, ids, c["metric"]) for ids in rids)
-            row["diverged"] = da + db
-            if a and b and not row["diverged"]:
-                row["ours"], row["pooled"], row["verdict"] = beyond_spread(a, b)
-        out.append(row)
+        out.append({"column": c["group"], "paper": None if None in paper else paper[0] - paper[1],
+                    **compare_cells(runs, *rids, c["metric"])})
     return out
-
-
-def _num(x) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:+.2f}"
 
 
 def render(blocks: dict[str, list[dict]]) -> str:
@@ -70,7 +59,7 @@ def render(blocks: dict[str, list[dict]]) -> str:
         for r in rows:
             why = r["verdict"] or (f"{r['diverged']} seed(s) diverged" if r["diverged"] else "not settled")
             pooled = "-" if math.isnan(r["pooled"]) else f"{r['pooled']:.2f}"
-            lines.append(f"| {b} | {r['column']} | {_num(r['paper'])} | {_num(r['ours'])} | {pooled} | {why} |")
+            lines.append(f"| {b} | {r['column']} | {signed(r['paper'])} | {signed(r['ours'])} | {pooled} | {why} |")
     return "\n".join(lines)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 
-from .compare import beyond_spread, cell_value, seed_values
+from .compare import beyond_spread, compare_cells, signed
 
 TABLE = "table1_hessian"
 UNCOMPRESSED = "w/o compression"
@@ -45,20 +45,13 @@ def rows(study, runs) -> list[dict]:
     out = []
     for j, c in enumerate(cols):
         cells = {r["label"]: [rid for rid, _ in line[j]] for r, line in zip(trows, grid)}
-        settled = {label: cell_value(runs, ids, c["metric"])[2] == len(ids) for label, ids in cells.items()}
         for label, ids in cells.items():
             base = f"{_partition(label)} {UNCOMPRESSED}"
             if label == base or base not in cells:
                 continue
-            row = {"protocol": c["group"], "row": label, "partition": _partition(label),
-                   "paper": None if None in (paper[label], paper[base]) else paper[label] - paper[base],
-                   "ours": math.nan, "pooled": math.nan, "verdict": None, "mean": math.nan, "base_mean": math.nan}
-            if settled[label] and settled[base]:
-                (a, da), (b, db) = seed_values(runs, ids, c["metric"]), seed_values(runs, cells[base], c["metric"])
-                if a and b and not (da or db):
-                    row["ours"], row["pooled"], row["verdict"] = beyond_spread(a, b)
-                    row["mean"], row["base_mean"] = sum(a) / len(a), sum(b) / len(b)
-            out.append(row)
+            out.append({"protocol": c["group"], "row": label, "partition": _partition(label),
+                        "paper": None if None in (paper[label], paper[base]) else paper[label] - paper[base],
+                        **compare_cells(runs, ids, cells[base], c["metric"])})
     return out
 
 
@@ -70,10 +63,6 @@ def paper_order_holds(group: list[dict]) -> bool | None:
     ordered = sorted(group, key=lambda r: r["paper"])
     means = [ordered[0]["base_mean"]] + [r["mean"] for r in ordered]
     return all(x < y for x, y in zip(means, means[1:]))
-
-
-def _num(x) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:+.2f}"
 
 
 def render(found: list[dict]) -> str:
@@ -92,7 +81,7 @@ def render(found: list[dict]) -> str:
              "| protocol | row | paper | ours | pooled seed std | verdict |", "|---|---|---|---|---|---|"]
     for r in found:
         pooled = "-" if math.isnan(r["pooled"]) else f"{r['pooled']:.2f}"
-        lines.append(f"| {r['protocol']} | {r['row']} | {_num(r['paper'])} | {_num(r['ours'])} | {pooled} | "
+        lines.append(f"| {r['protocol']} | {r['row']} | {signed(r['paper'])} | {signed(r['ours'])} | {pooled} | "
                      f"{r['verdict'] or 'not settled'} |")
     return "\n".join(lines)
 
