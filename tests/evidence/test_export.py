@@ -81,3 +81,23 @@ def test_tables_and_figures_are_copied_when_they_exist(tiny):
     n = export_study(tiny, root=Path("ev"), figures_root=Path("fig"))
     assert n["tables"] == 1 and n["figures"] == 1 and n["runs"] == 0
     assert Path(f"ev/tiny/tables/{t}.md").read_text() == "| a |\n" and Path(f"fig/tiny/{f}.png").exists()
+
+
+def test_a_kept_record_is_listed_under_every_experiment_that_reuses_its_run_today(tiny):
+    """A recorded run whose directory is gone keeps its outcome, but which experiments it belongs to comes from
+    today's config: a newer experiment with the same settings (the same run id) lists it too."""
+    rid = sorted(tiny.runs)[0]
+    write_run(Path(tiny.run_dir(rid)), tiny.runs[rid], 0.7)
+    export_study(tiny, root=Path("ev"), figures_root=Path("fig"))
+    csv = Path("ev/tiny/runs.csv")
+    old = pd.read_csv(csv, dtype={"git_commit": str})
+    old.loc[old["run_id"] == rid, "experiments"] = "an_experiment_since_renamed"
+    old.to_csv(csv, index=False)
+    import shutil
+
+    shutil.rmtree(tiny.run_dir(rid))
+    export_study(tiny, root=Path("ev"), figures_root=Path("fig"))
+    got = pd.read_csv(csv).set_index("run_id").loc[rid, "experiments"].split(";")
+    want = sorted(e for e, entries in tiny.experiments.items() if any(r == rid for r, _ in entries))
+    assert sorted(got) == want and want
+    assert pd.read_csv(csv).set_index("run_id").loc[rid, "final_acc"] == pytest.approx(70.0)

@@ -51,7 +51,8 @@ def export_study(study, root: Path = EVIDENCE, figures_root: Path = FIGURES, pru
     out = evidence_dir(name, root)
     out.mkdir(parents=True, exist_ok=True)
     records = []
-    for rid, (exps, label) in sorted(study_runs(study).items()):
+    members = study_runs(study)
+    for rid, (exps, label) in sorted(members.items()):
         d = Path(study.run_dir(rid))
         if (d / "summary.json").exists():
             records.append(run_record(d, study.runs[rid], exps, label))
@@ -60,7 +61,11 @@ def export_study(study, root: Path = EVIDENCE, figures_root: Path = FIGURES, pru
     new = len(fresh)
     if runs_csv.exists() and not prune:
         old = pd.read_csv(runs_csv, dtype={"git_commit": str})
-        kept = old[~old["run_id"].isin(fresh["run_id"])]
+        kept = old[~old["run_id"].isin(fresh["run_id"])].copy()
+        # which experiments a run belongs to is a fact of today's config, not of the run: a recorded run that a
+        # newer experiment reuses (same settings, same id) is listed under it too
+        kept["experiments"] = [";".join(members[rid][0]) if rid in members else exps
+                               for rid, exps in zip(kept["run_id"], kept["experiments"])]
         new = len(fresh) - int(old["run_id"].isin(fresh["run_id"]).sum())
         fresh = pd.concat([kept, fresh], ignore_index=True) if len(kept) else fresh
     fresh = fresh.sort_values("run_id", kind="stable").reset_index(drop=True)

@@ -14,7 +14,7 @@ from typing import Callable
 
 from . import blocks_leaderboard as lb
 from . import blocks_reproduction as rep
-from . import direction, lrpicks, margin, ordering, readings
+from . import direction, lrpicks, margin, ordering, readings, scope
 from .export import EVIDENCE, FIGURES
 from .markers import replace
 from .store import Evidence, load
@@ -32,7 +32,8 @@ PAGES: dict[str, dict[str, Callable]] = {
     "docs/reproduction.md": {"fedsynsam-summary": rep.summary,
                              **{f"fedsynsam-{t}": rep.target(t) for t in rep.TARGETS},
                              **{f"fedsynsam-{f}": rep.figure(f) for f in rep.FIGURES},
-                             "fedsynsam-readings": readings.block, "fedsynsam-margin": margin.block,
+                             "fedsynsam-readings": readings.block, "fedsynsam-scope": scope.block,
+                             "fedsynsam-margin": margin.block,
                              "fedsynsam-margin-lr": margin.lr_block,
                              "fedsynsam-table1-ordering": ordering.block,
                              "fedsynsam-table1-ordering-lr": ordering.low_lr_block,
@@ -154,10 +155,10 @@ def stray_numbers(text: str, heads: tuple[str, ...] | None = None) -> list[str]:
     one 'line N: text' per offending line. Protocol settings (ρ 0.05, lr in {0.03, 0.1}, Dir(0.3)) pass."""
     from .markers import outside
 
-    scope = _sections(text, heads)
+    checked = _sections(text, heads)
     out = []
     for n, line in outside(text):
-        if n not in scope:
+        if n not in checked:
             continue
         prose = re.sub(r"`[^`]*`", "", line)
         for m in _MEASURED.finditer(prose):

@@ -23,14 +23,14 @@ CATALOG_TABLE = "table2_A_fmnist"
 _EXPERIMENT = re.compile(r"^read_A_(q4|q8|k10|k25)_(compress|raw|error_feedback)$")
 
 
-def reading_cells(runs) -> dict[tuple[str, str, str], dict]:
-    """{(method, column key, reading): {acc: [% per completed seed], diverged: n, seeds: n}} from runs.csv rows
-    of the stage's experiments (read_A_<column>_<reading>)."""
+def stage_cells(runs, pattern: re.Pattern, methods) -> dict[tuple[str, str, str], dict]:
+    """{(method, column key, reading): {acc: [% per completed seed], diverged: n, seeds: n}} from runs.csv rows of
+    a readings stage's experiments, whose names `pattern` matches with groups (column key, reading)."""
     out: dict[tuple[str, str, str], dict] = {}
     for _, r in runs.iterrows():
         for exp in str(r["experiments"]).split(";"):
-            m = _EXPERIMENT.match(exp)
-            if m is None or r["label"] not in METHODS:
+            m = pattern.match(exp)
+            if m is None or r["label"] not in methods:
                 continue
             c = out.setdefault((r["label"], m.group(1), m.group(2)), {"acc": [], "diverged": 0, "seeds": 0})
             c["seeds"] += 1
@@ -39,6 +39,11 @@ def reading_cells(runs) -> dict[tuple[str, str, str], dict]:
             else:
                 c["diverged"] += 1
     return out
+
+
+def reading_cells(runs) -> dict[tuple[str, str, str], dict]:
+    """Stage R's cells (experiments read_A_<column>_<reading>)."""
+    return stage_cells(runs, _EXPERIMENT, METHODS)
 
 
 def coinciding(runs) -> list[str]:
@@ -84,18 +89,19 @@ def adopt(cells: dict, published: dict[str, list[float | None]]) -> dict[str, di
     return out
 
 
-def published_cells(ctx) -> dict[str, list[float | None]]:
-    """The paper's Table II (A) Fashion-MNIST means of the 2x methods, from the FedSynSAM catalog."""
+def published_cells(ctx, methods=METHODS, columns=range(len(COLUMNS))) -> dict[str, list[float | None]]:
+    """The paper's Table II (A) Fashion-MNIST means of `methods` in the catalog's `columns` (indices), from the
+    FedSynSAM catalog."""
     import yaml
 
     from ..papers.published import parse_published
 
     cfg = yaml.safe_load(ctx.config("papers/fedsynsam.yaml").read_text())
     pub = cfg["tables"][CATALOG_TABLE]["published"]
-    return {m: [parse_published(v).mean for v in pub[m]] for m in METHODS}
+    return {m: [parse_published(pub[m][j]).mean for j in columns] for m in methods}
 
 
-def _fmt(cell: dict | None) -> str:
+def fmt_cell(cell: dict | None) -> str:
     if cell is None:
         return "not run yet"
     mean = cell_mean(cell)
@@ -125,7 +131,7 @@ def block(ctx) -> str:
     for method in METHODS:
         lines.append(f"| {method} | paper | " + " | ".join(f"{v:.2f}" for v in pub[method]) + " | |")
         for reading in READINGS:
-            row = [_fmt(cells.get((method, c, reading))) for c in COLUMNS]
+            row = [fmt_cell(cells.get((method, c, reading))) for c in COLUMNS]
             n = within[method]["within"][reading]
             mark = " **(adopted)**" if picks.get(method, {}).get("reading") == reading else ""
             lines.append(f"| {method} | {reading}{mark} | " + " | ".join(row) + f" | {n} |")
