@@ -15,6 +15,7 @@ segment. No entropy coding (QSGD's Elias code would send fewer bytes).
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -35,13 +36,21 @@ def num_levels(bits: int, rule: str) -> int:
     return LEVEL_RULES[rule](bits)
 
 
+@functools.lru_cache(maxsize=16)
+def _segment_ids(segments: tuple, n: int, device: torch.device) -> torch.Tensor:
+    """Each value's segment index, built once per layout: a Python loop over ~400 buckets costs a tenth of a
+    bucketed client round (py-spy, FMNIST MLP, 512-value buckets)."""
+    seg_id = torch.empty(n, dtype=torch.long, device=device)
+    for i, (s, e) in enumerate(segments):
+        seg_id[s:e] = i
+    return seg_id
+
+
 def segment_norms(v: torch.Tensor, segments) -> torch.Tensor:
     """‖v‖ (0-d) for one segment, else each value's segment norm (a vector like v)."""
     if len(segments) == 1:
         return v.norm()
-    seg_id = torch.empty(v.numel(), dtype=torch.long, device=v.device)
-    for i, (s, e) in enumerate(segments):
-        seg_id[s:e] = i
+    seg_id = _segment_ids(tuple(segments), v.numel(), v.device)
     sq = torch.zeros(len(segments), dtype=v.dtype, device=v.device).index_add_(0, seg_id, v * v)
     return sq.sqrt()[seg_id]
 
