@@ -14,14 +14,19 @@ def _row(ctx, target: str) -> dict:
     return next(r for r in ctx.atlas("fedsynsam") if r["target"] == target)
 
 
-def summary(ctx) -> str:
-    lines = ["| target | reproduces | published cells | reproduced at paper scale | within 2 points |", "|---|---|---|---|---|"]
-    for t in TARGETS:
-        r = _row(ctx, t)
-        share = f"{r['within']} of {r['compared']}" if r["compared"] else "-"
-        lines.append(f"| [`{t}`](docs/reproduction.md#{anchor('fedsynsam', t)}) | {r['ref']} | {r['published']} | "
-                     f"{r['reproduced']} | {share} |")
-    return "\n".join(lines)
+def summary_linking(page: str):
+    """The summary table, its links relative to the page it stands on (`page`: the path to reproduction.md from
+    there, "" on that page itself)."""
+    def summary(ctx) -> str:
+        lines = ["| target | reproduces | published cells | reproduced at paper scale | within 2 points |",
+                 "|---|---|---|---|---|"]
+        for t in TARGETS:
+            r = _row(ctx, t)
+            share = f"{r['within']} of {r['compared']}" if r["compared"] else "-"
+            lines.append(f"| [`{t}`]({page}#{anchor('fedsynsam', t)}) | {r['ref']} | {r['published']} | "
+                         f"{r['reproduced']} | {share} |")
+        return "\n".join(lines)
+    return summary
 
 
 def target(name: str):

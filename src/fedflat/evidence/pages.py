@@ -14,7 +14,7 @@ from typing import Callable
 
 from . import blocks_leaderboard as lb
 from . import blocks_reproduction as rep
-from . import direction, lrpicks, margin, ordering, readings, scope
+from . import direction, gaps, lrpicks, margin, ordering, readings, scope
 from .export import EVIDENCE, FIGURES
 from .markers import replace
 from .store import Evidence, load
@@ -23,15 +23,17 @@ ATLAS = "docs/atlas.md"
 
 # file -> {block name: renderer(ctx) -> Markdown}
 PAGES: dict[str, dict[str, Callable]] = {
-    "README.md": {"readme-reproduction": rep.summary, "readme-leaderboard-status": lb.status,
+    "README.md": {"readme-reproduction": rep.summary_linking("docs/reproduction.md"),
+                  "readme-leaderboard-status": lb.status,
                   "readme-leaderboard-top": lb.top},
     "docs/leaderboard.md": {"leaderboard-status": lb.status, "leaderboard-screen": lb.screen,
                             "leaderboard-choice": lb.choice, "leaderboard-ablation": lb.ablation,
                             "leaderboard-top": lb.top, "leaderboard-statistics": lb.statistics,
                             "leaderboard-cost": lb.cost},
-    "docs/reproduction.md": {"fedsynsam-summary": rep.summary,
+    "docs/reproduction.md": {"fedsynsam-summary": rep.summary_linking(""),
                              **{f"fedsynsam-{t}": rep.target(t) for t in rep.TARGETS},
                              **{f"fedsynsam-{f}": rep.figure(f) for f in rep.FIGURES},
+                             "fedsynsam-gaps": gaps.block_for("fedsynsam"),
                              "fedsynsam-readings": readings.block, "fedsynsam-scope": scope.block,
                              "fedsynsam-margin": margin.block,
                              "fedsynsam-margin-lr": margin.lr_block,

@@ -1,0 +1,95 @@
+"""Every gap over 2 points between a reproduced cell and the paper, with its cause: the block
+docs/reproduction.md#<paper>-gaps, rendered from the atlas's comparison (the committed evidence) and the paper's
+cause file config/papers/gaps/<paper>.yaml.
+
+A cause is `measured` (its diagnostic target's evidence shows it, rendered at the page anchor it names) or a
+`hypothesis` (named as one, with the target that would measure it). The cause file assigns causes to cells by
+target, row labels and column groups ("*": every one). tests/evidence/test_gaps.py fails when a gap in the
+committed evidence has no cause, so a new final run that opens a gap cannot land unexplained."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+STATUSES = ("measured", "hypothesis")
+
+
+@dataclass(frozen=True)
+class Cause:
+    name: str
+    status: str  # measured | hypothesis
+    says: str  # one sentence, no measured numbers (they live in the block the anchor points at)
+    anchor: str  # docs/reproduction.md#<anchor>: where its measurement (or the plan to measure it) is rendered
+    diagnostic: str  # the target that measures it
+
+
+def load_causes(path) -> tuple[dict[str, Cause], list[dict]]:
+    """(causes by name, assignments [{target, rows, columns, cause}]) from a cause file; one-line errors name the
+    offending key."""
+    import yaml
+
+    from ..errors import ConfigError
+
+    raw = yaml.safe_load(open(path)) or {}
+    causes = {}
+    for name, c in (raw.get("causes") or {}).items():
+        missing = {"status", "says", "anchor", "diagnostic"} - set(c)
+        if missing:
+            raise ConfigError(f"{path}: causes.{name}: missing {', '.join(sorted(missing))}")
+        if c["status"] not in STATUSES:
+            raise ConfigError(f"{path}: causes.{name}.status: {c['status']!r} is not one of {', '.join(STATUSES)}")
+        causes[name] = Cause(name, c["status"], c["says"], c["anchor"], c["diagnostic"])
+    gaps = raw.get("gaps") or []
+    for i, g in enumerate(gaps):
+        if g.get("cause") not in causes:
+            raise ConfigError(f"{path}: gaps[{i}].cause: {g.get('cause')!r} is not a cause of this file")
+    return causes, gaps
+
+
+def _matches(sel, value: str, prefix: bool = False) -> bool:
+    if sel == "*":
+        return True
+    return any(value.startswith(s) if prefix else value == s for s in sel)
+
+
+def cause_of(gaps: list[dict], target: str, row: str, column: str) -> str | None:
+    """The first assignment that covers (target, row, column); None if none does. A column is named by its group
+    (the atlas's column text starts with it)."""
+    for g in gaps:
+        if g["target"] == target and _matches(g.get("rows", "*"), row) and _matches(g.get("columns", "*"), column,
+                                                                                    prefix=True):
+            return g["cause"]
+    return None
+
+
+def gap_rows(atlas_rows: list[dict], gaps: list[dict]) -> list[dict]:
+    """One dict per gap over 2 points in the evidence: target, row, column, paper, ours, cause (name or None)."""
+    out = []
+    for r in atlas_rows:
+        for row, column, paper, ours in r.get("gaps", []):
+            out.append({"target": r["target"], "row": row, "column": column, "paper": paper, "ours": ours,
+                        "cause": cause_of(gaps, r["target"], row, column)})
+    return out
+
+
+def block_for(paper: str):
+    def block(ctx) -> str:
+        causes, gaps = load_causes(ctx.config(f"papers/gaps/{paper}.yaml"))
+        rows = gap_rows(ctx.atlas(paper), gaps)
+        if not rows:
+            return "No reproduced cell lies more than 2 points from the paper in the committed evidence."
+        count = {s: sum(1 for r in rows if r["cause"] and causes[r["cause"]].status == s) for s in STATUSES}
+        none = sum(1 for r in rows if r["cause"] is None)
+        lines = [f"Gaps over 2 points in the committed evidence: {len(rows)}; with a measured cause: "
+                 f"{count['measured']}; with a hypothesis only: {count['hypothesis']}; with none: {none}.", "",
+                 "| target | row | column | paper | ours | Δ | cause |", "|---|---|---|---|---|---|---|"]
+        for r in rows:
+            c = causes.get(r["cause"]) if r["cause"] else None
+            why = f"[{c.name}](#{c.anchor}) ({c.status})" if c else "**none assigned**"
+            lines.append(f"| `{r['target']}` | {r['row']} | {r['column']} | {r['paper']:.2f} | {r['ours']:.2f} | "
+                         f"{r['ours'] - r['paper']:+.2f} | {why} |")
+        used = [causes[n] for n in dict.fromkeys(r["cause"] for r in rows if r["cause"])]
+        lines += [""] + [f"- **{c.name}** ({c.status}): {c.says}. "
+                         f"{'Measured' if c.status == 'measured' else 'To be measured'} by `{c.diagnostic}`; see "
+                         f"[its block](#{c.anchor})." for c in used]
+        return "\n".join(lines)
+    return block

@@ -1,0 +1,69 @@
+"""Every gap over 2 points has a cause (fedflat.evidence.gaps): the cause file's matching, its one-line errors,
+and the drift check that fails when the committed evidence shows a gap without one."""
+import re
+from pathlib import Path
+
+import pytest
+
+from fedflat.errors import ConfigError
+from fedflat.evidence.gaps import cause_of, gap_rows, load_causes
+
+REPO = Path(__file__).resolve().parents[2]
+
+GAPS = [{"target": "t2", "rows": ["FedGAMMA"], "columns": ["FMNIST Q4"], "cause": "scope"},
+        {"target": "t2", "rows": "*", "columns": ["FMNIST Top-k"], "cause": "bias"},
+        {"target": "t1", "cause": "lr"}]
+
+
+def test_a_cell_takes_the_first_assignment_that_covers_it():
+    assert cause_of(GAPS, "t2", "FedGAMMA", "FMNIST Q4 acc") == "scope"
+    assert cause_of(GAPS, "t2", "FedGAMMA", "FMNIST Q8 acc") is None  # another column
+    assert cause_of(GAPS, "t2", "FedSAM", "FMNIST Q4 acc") is None  # another row
+    assert cause_of(GAPS, "t2", "FedSAM", "FMNIST Top-k 0.1 acc") == "bias"  # a column group is a prefix
+    assert cause_of(GAPS, "t1", "IID Q4", "(b) clients' data") == "lr"  # rows and columns default to all
+    assert cause_of(GAPS, "t3", "FedSAM", "FMNIST Q4 acc") is None
+
+
+def test_gap_rows_name_each_gap_and_its_cause():
+    atlas = [{"target": "t2", "gaps": [("FedGAMMA", "FMNIST Q4 acc", 78.42, 14.77),
+                                       ("FedGAMMA", "FMNIST Q8 acc", 80.78, 18.85)]}, {"target": "t1", "gaps": []}]
+    got = gap_rows(atlas, GAPS)
+    assert [(g["row"], g["cause"]) for g in got] == [("FedGAMMA", "scope"), ("FedGAMMA", None)]
+
+
+@pytest.mark.parametrize("body, key", [
+    ("causes: {a: {status: measured, says: x, anchor: y}}\n", "causes.a: missing diagnostic"),
+    ("causes: {a: {status: guessed, says: x, anchor: y, diagnostic: z}}\n", "causes.a.status: 'guessed'"),
+    ("causes: {a: {status: measured, says: x, anchor: y, diagnostic: z}}\ngaps: [{target: t, cause: b}]\n",
+     "gaps[0].cause: 'b'"),
+])
+def test_a_bad_cause_file_is_refused_in_one_line_naming_the_key(tmp_path, body, key):
+    f = tmp_path / "gaps.yaml"
+    f.write_text(body)
+    with pytest.raises(ConfigError) as e:
+        load_causes(f)
+    assert key in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("paper", ["fedsynsam"])
+def test_every_gap_in_the_committed_evidence_has_a_cause_whose_block_is_on_the_page(paper):
+    """Drift check: a final run that opens a gap over 2 points fails here until the cause file names its cause;
+    a cause pointing at an anchor docs/reproduction.md lacks fails too."""
+    from fedflat.evidence.pages import Context
+
+    ctx = Context(root=REPO)
+    causes, gaps = load_causes(ctx.config(f"papers/gaps/{paper}.yaml"))
+    rows = gap_rows(ctx.atlas(paper), gaps)
+    assert [r for r in rows if r["cause"] is None] == []
+    anchors = set(re.findall(r'<a id="([^"]+)"></a>', (REPO / "docs" / "reproduction.md").read_text()))
+    assert {c.anchor for c in causes.values()} <= anchors
+
+
+def test_the_drift_check_fails_for_a_gap_without_a_cause(tmp_path):
+    """The same check on a copy of the cause file with its Table I assignment removed names the open gaps."""
+    from fedflat.evidence.pages import Context
+
+    ctx = Context(root=REPO)
+    _, gaps = load_causes(ctx.config("papers/gaps/fedsynsam.yaml"))
+    rows = gap_rows(ctx.atlas("fedsynsam"), [g for g in gaps if g["target"] != "table1_hessian"])
+    assert any(r["cause"] is None and r["target"] == "table1_hessian" for r in rows)
