@@ -49,3 +49,14 @@ def figure(name: str):
             return PENDING
         return f"![FedSynSAM {name}](../{png.as_posix()})"
     return block
+
+
+def study_table(study: str, name: str):
+    """A tuning study's table as its own rule rendered it (exported under results/evidence/<study>/tables/): a
+    diagnostic that selects nothing is shown, not re-derived."""
+    def block(ctx) -> str:
+        text = ctx.evidence(study).table_text(name)
+        if text is None:
+            return "Not in the committed evidence yet: the table is exported once every run behind it has finished."
+        return text.strip()
+    return block

@@ -35,6 +35,7 @@ PAGES: dict[str, dict[str, Callable]] = {
                              **{f"fedsynsam-{f}": rep.figure(f) for f in rep.FIGURES},
                              "fedsynsam-gaps": gaps.block_for("fedsynsam"),
                              "fedsynsam-readings": readings.block, "fedsynsam-scope": scope.block,
+                             "fedsynsam-fedgamma-rho": rep.study_table(readings.STUDY, "rho_A_q8_fedgamma"),
                              "fedsynsam-margin": margin.block,
                              "fedsynsam-margin-lr": margin.lr_block,
                              "fedsynsam-table1-ordering": ordering.block,
