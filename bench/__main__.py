@@ -29,6 +29,7 @@ QUICK_ARGS = {
     "bench_overhead": ["--workloads", "lenet5", "--clients", "2", "--steps", "3"],
     "bench_public_pattern": ["--clients", "2", "--steps", "2", "--rounds", "1", "--n-train", "500", "--n-test", "200",
                              "--backend", "eager"],
+    "bench_quantizer": ["--calls", "20", "--chunks", "2"],
     "bench_real": ["--workloads", "mlp2", "--algorithms", "fedsam", "--steps", "3", "--chunks", "2"],
 }
 
