@@ -44,9 +44,10 @@ def within_counts(cells: dict, published: dict[str, list[float | None]]) -> dict
     return out
 
 
-def adopt(cells: dict, published: dict[str, list[float | None]]) -> dict:
-    """{scope, within: {scope: n (method, column) cells within TOLERANCE}} by the stage's rule."""
-    per = within_counts(cells, published)
+def adopt(cells: dict, published: dict[str, list[float | None]], per: dict | None = None) -> dict:
+    """{scope, within: {scope: n (method, column) cells within TOLERANCE}} by the stage's rule (`per`: within_counts
+    already computed for these cells)."""
+    per = per or within_counts(cells, published)
     within = {s: sum(len(h) for h in per[s].values()) for s in SCOPES}
     best = max(SCOPES, key=lambda s: (within[s], -SCOPES.index(s)))
     return {"scope": best, "within": within}
@@ -60,7 +61,7 @@ def block(ctx) -> str:
     recorded = sum(c["seeds"] for c in cells.values())
     complete = recorded >= expected
     per = within_counts(cells, pub)
-    rule = adopt(cells, pub)
+    rule = adopt(cells, pub, per)
     heads = [f"{COLUMNS[c]}, {s}" for c in COLUMNS for s in SCOPES]
     lines = [f"Validation accuracy (%, last 10 % of rounds, mean over seeds {SEEDS[0]}-{SEEDS[-1]}) of every Table II "
              f"method at its catalog lr and reading under each norm scope of the quantizer, block A; `paper`: the "
