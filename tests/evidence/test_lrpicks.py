@@ -1,21 +1,24 @@
-"""Stages L1/L2's rule (fedflat.evidence.lrpicks): per block, family and method, the best validation mean over
-seeds 0-1; ties go to the smaller lr; a cell with a diverged seed is never picked; no pick until the grid is
-complete. And the drift check: the catalog runs each complete grid's pick."""
+"""The coordinate searches' rule (fedflat.evidence.lrpicks; stages L1/L2 for the lr, stage P for the radius): per
+grid, the best validation mean over seeds 0-1; ties go to the smaller value; a cell with a diverged seed is never
+picked; no pick until the grid is complete; an lr grid at another radius is another grid. And the drift checks:
+the catalog runs each complete grid's pick."""
+import json
 import math
 
 import pandas as pd
 import pytest
 
-from fedflat.evidence.lrpicks import catalog_lrs, picks
+from fedflat.evidence.lrpicks import LR, RHO, catalog_lrs, catalog_values, current, picks, stage_scores
 
 
-def _runs(acc, lrs=(0.05, 0.1, 0.5), methods=("FedAvg", "FedSAM"), seeds=(0, 1), exp="lr_A_q4"):
+def _runs(acc, lrs=(0.05, 0.1, 0.5), methods=("FedAvg", "FedSAM"), seeds=(0, 1), exp="lr_A_q4", rho=0.05):
     rows = []
     for m in methods:
         for lr in lrs:
             for s in seeds:
                 a = acc(m, lr, s)
                 rows.append({"experiments": f"read_A_q4_compress;{exp}", "label": m, "lr": lr, "seed": s,
+                             "hparams": json.dumps({} if m == "FedAvg" else {"rho": rho}),
                              "status": "completed" if a is not None else "diverged",
                              "last10_acc": math.nan if a is None else a})
     return pd.DataFrame(rows)
@@ -29,42 +32,81 @@ def test_the_best_mean_is_picked_and_a_diverged_cell_never():
             return None if s == 1 else 99  # FedSAM's best-looking cell lost a seed: never picked
         return {0.05: 70, 0.1: 75}[lr]
     p = picks(_runs(acc))
-    assert p[("A", "q4", "FedAvg")]["lr"] == 0.5 and p[("A", "q4", "FedAvg")]["means"][0.5] == 90.5
-    assert p[("A", "q4", "FedSAM")]["lr"] == 0.1 and math.isnan(p[("A", "q4", "FedSAM")]["means"][0.5])
+    assert p[("A", "q4", "FedAvg", "")]["pick"] == 0.5 and p[("A", "q4", "FedAvg", "")]["means"][0.5] == 90.5
+    assert p[("A", "q4", "FedSAM", "0.05")]["pick"] == 0.1
+    assert math.isnan(p[("A", "q4", "FedSAM", "0.05")]["means"][0.5])
 
 
-def test_ties_go_to_the_smaller_lr_and_an_incomplete_grid_has_no_pick():
+def test_ties_go_to_the_smaller_value_and_an_incomplete_grid_has_no_pick():
     p = picks(_runs(lambda m, lr, s: 80.0))
-    assert p[("A", "q4", "FedAvg")]["lr"] == 0.05
+    assert p[("A", "q4", "FedAvg", "")]["pick"] == 0.05
     missing = _runs(lambda m, lr, s: 80.0 + lr)
     missing = missing[~((missing["lr"] == 0.5) & (missing["seed"] == 1))]
-    q = picks(missing)[("A", "q4", "FedAvg")]
-    assert q["complete"] is False and q["lr"] is None
-    two = picks(_runs(lambda m, lr, s: 80.0, lrs=(0.05, 0.1)))[("A", "q4", "FedAvg")]
+    q = picks(missing)[("A", "q4", "FedAvg", "")]
+    assert q["complete"] is False and q["pick"] is None
+    two = picks(_runs(lambda m, lr, s: 80.0, lrs=(0.05, 0.1)))[("A", "q4", "FedAvg", "")]
     assert two["complete"] is False
 
 
 def test_every_cell_diverged_is_complete_without_a_pick():
     p = picks(_runs(lambda m, lr, s: None, exp="lr2_C_k25"))
-    assert p[("C", "k25", "FedAvg")] == {"means": {0.05: pytest.approx(math.nan, nan_ok=True),
-                                                   0.1: pytest.approx(math.nan, nan_ok=True),
-                                                   0.5: pytest.approx(math.nan, nan_ok=True)},
-                                         "complete": True, "lr": None}
+    assert p[("C", "k25", "FedAvg", "")] == {"means": {0.05: pytest.approx(math.nan, nan_ok=True),
+                                                       0.1: pytest.approx(math.nan, nan_ok=True),
+                                                       0.5: pytest.approx(math.nan, nan_ok=True)},
+                                             "complete": True, "pick": None}
 
 
-def test_the_catalog_runs_every_complete_grid_s_pick():
-    """Drift check between the committed stage-L evidence and the FedSynSAM catalog (Fashion-MNIST Table II):
-    wherever a method's grid is complete, every run of that block and column family uses the pick."""
+def test_an_lr_grid_run_again_at_a_new_radius_is_another_grid_and_the_catalog_s_radius_selects_it():
+    old = _runs(lambda m, lr, s: {0.05: 70, 0.1: 80, 0.5: 75}[lr], methods=("FedSAM",), rho=0.5)
+    new = _runs(lambda m, lr, s: {0.05: 85, 0.1: 80, 0.5: 75}[lr], methods=("FedSAM",), rho=0.1, exp="lr3_A_q4")
+    p = picks(pd.concat([old, new]))
+    assert p[("A", "q4", "FedSAM", "0.5")]["pick"] == 0.1 and p[("A", "q4", "FedSAM", "0.1")]["pick"] == 0.05
+    assert current(p, {("A", "q4", "FedSAM"): {"0.1"}})[("A", "q4", "FedSAM")]["pick"] == 0.05
+    assert current(p, {("A", "q4", "FedSAM"): {"0.5"}})[("A", "q4", "FedSAM")]["pick"] == 0.1
+
+
+def test_stage_p_searches_the_radius_at_a_fixed_lr():
+    rows = []
+    for rho, acc in {0.001: 70, 0.01: 75, 0.05: 79, 0.1: 81, 0.5: 19}.items():
+        for s in (0, 1):
+            rows.append({"experiments": "rho_A_q4", "label": "FedGAMMA", "lr": 0.01, "seed": s, "status": "completed",
+                         "hparams": json.dumps({"rho": rho}), "last10_acc": acc + s})
+    runs = pd.DataFrame(rows)
+    assert set(stage_scores(runs, RHO)["at"]) == {"0.01"} and stage_scores(runs, LR).empty
+    got = picks(runs, RHO)[("A", "q4", "FedGAMMA", "0.01")]
+    assert got["complete"] and got["pick"] == 0.1
+    assert not picks(runs.iloc[:-1], RHO)[("A", "q4", "FedGAMMA", "0.01")]["complete"]  # 5 radii x 2 seeds
+
+
+def _committed():
     from fedflat.evidence.lrpicks import STUDY
     from fedflat.evidence.pages import Context
-    from fedflat.study import load_config_file, load_study
 
     ctx = Context()
-    catalog = catalog_lrs(load_study(load_config_file(ctx.config("papers/fedsynsam.yaml"))))
+    return ctx.study("fedsynsam"), ctx.evidence(STUDY).runs()
+
+
+def test_the_catalog_runs_every_complete_lr_grid_s_pick():
+    """Drift check between the committed stage-L evidence and the FedSynSAM catalog (Fashion-MNIST Table II):
+    wherever a method's lr grid at the catalog's radius is complete, every run of that block and column family uses
+    the pick."""
+    study, runs = _committed()
+    catalog = catalog_lrs(study)
     assert len(catalog) == 3 * 2 * 9  # blocks x families x methods: every pick has a place to land
-    for key, v in picks(ctx.evidence(STUDY).runs()).items():
-        if v["lr"] is not None:
-            assert catalog[key] == {v["lr"]}, key
+    for key, v in current(picks(runs), catalog_values(study, "rho")).items():
+        if v["pick"] is not None:
+            assert catalog[key] == {v["pick"]}, key
+
+
+def test_the_catalog_runs_every_complete_radius_grid_s_pick_in_every_block():
+    """Drift check for stage P: a complete block-A radius grid's pick is the radius of that method's columns of the
+    family in blocks A, B and C."""
+    study, runs = _committed()
+    catalog = catalog_values(study, "rho")
+    for (_, family, method, _), v in picks(runs, RHO).items():
+        if v["pick"] is not None:
+            for block in "ABC":
+                assert catalog[(block, family, method)] == {f"{v['pick']:g}"}, (block, family, method)
 
 
 def test_a_pick_on_the_edge_of_its_grid_is_marked():

@@ -52,23 +52,27 @@ def _grid(acc, block="A", family="q4"):
             for s in (0, 1):
                 a = acc(m, lr, s)
                 rows.append({"experiments": f"lr_{block}_{family}", "label": m, "lr": lr, "seed": s,
+                             "hparams": '{"rho": 0.05}',
                              "status": "completed" if a is not None else "diverged",
                              "last10_acc": float("nan") if a is None else a})
     return pd.DataFrame(rows)
+
+
+RHO = {("A", "q4", "FedSynSAM"): {"0.05"}, ("A", "q4", "FedSAM"): {"0.05"}}  # the catalog's radii
 
 
 def test_the_picks_explain_a_margin_only_where_it_appears_at_the_picks_and_not_at_the_shared_lr():
     # at lr 0.1 both reach 80 (no margin); FedSynSAM's pick 0.5 reaches 83; FedSAM ties 0.05 and 0.1 (picks 0.05)
     def acc(m, lr, s):
         return {("FedSynSAM", 0.5): 83.0, ("FedSAM", 0.5): 70.0}.get((m, lr), 80.0) + 0.1 * s
-    r = margin.lr_rows(_grid(acc))
+    r = margin.lr_rows(_grid(acc), RHO)
     assert len(r) == 1 and r[0]["picks"] == [0.5, 0.05]
     assert r[0]["at_shared"][2] == "within the seed spread" and r[0]["at_picks"][0] == pytest.approx(3.0)
     assert margin.explained(r[0]) and "explain a margin in 1 of 1" in margin.render_lr(r)
     # the same picks, but FedSynSAM is already 3 points ahead at lr 0.1: the picks do not explain the margin
-    ahead = margin.lr_rows(_grid(lambda m, lr, s: acc(m, lr, s) + (3.0 if (m, lr) == ("FedSynSAM", 0.1) else 0)))
+    ahead = margin.lr_rows(_grid(lambda m, lr, s: acc(m, lr, s) + (3.0 if (m, lr) == ("FedSynSAM", 0.1) else 0)), RHO)
     assert ahead[0]["at_shared"][2] == "appears" and not margin.explained(ahead[0])
     # the baseline ahead at its pick: reversed, not explained; an incomplete grid: no row
-    behind = margin.lr_rows(_grid(lambda m, lr, s: 90.0 if (m, lr) == ("FedSAM", 0.05) else acc(m, lr, s)))
+    behind = margin.lr_rows(_grid(lambda m, lr, s: 90.0 if (m, lr) == ("FedSAM", 0.05) else acc(m, lr, s)), RHO)
     assert behind[0]["at_picks"][2] == "reversed" and not margin.explained(behind[0])
-    assert margin.lr_rows(_grid(acc).iloc[:-1]) == []
+    assert margin.lr_rows(_grid(acc).iloc[:-1], RHO) == []

@@ -69,13 +69,13 @@ def block(ctx) -> str:
     return render({b: block_rows(study, runs, t) for b, t in TABLES.items()})
 
 
-def lr_rows(tuning_runs) -> list[dict]:
-    """Per (block, family) whose FedSynSAM and FedSAM grids are complete: the two picks, and the validation margin
-    at SHARED_LR (`at_shared`) and at the picks (`at_picks`), each (margin, pooled std, verdict) or None where a
-    seed diverged."""
-    from .lrpicks import lr_scores, picks
+def lr_rows(tuning_runs, catalog_rho: dict) -> list[dict]:
+    """Per (block, family) whose FedSynSAM and FedSAM grids at the catalog's radii are complete: the two picks, and
+    the validation margin at SHARED_LR (`at_shared`) and at the picks (`at_picks`), each (margin, pooled std,
+    verdict) or None where a seed diverged. `catalog_rho`: lrpicks.catalog_values(study, "rho")."""
+    from .lrpicks import current, lr_scores, picks
 
-    p = picks(tuning_runs)
+    p = current(picks(tuning_runs), catalog_rho)
     scores = lr_scores(tuning_runs)
     out = []
     for block, family in sorted({(b, f) for b, f, _ in p}):
@@ -85,13 +85,14 @@ def lr_rows(tuning_runs) -> list[dict]:
         here = scores[(scores["block"] == block) & (scores["family"] == family)]
 
         def seeds(method, lr):
-            s = here[(here["method"] == method) & (here["value"] == lr)]["acc"]
+            (rho,) = catalog_rho[(block, family, method)]
+            s = here[(here["method"] == method) & (here["at"] == rho) & (here["value"] == lr)]["acc"]
             return None if lr is None or s.empty or s.isna().any() else s.tolist()
 
         def at(lrs):
             vals = [seeds(m, lr) for m, lr in zip(ROWS, lrs)]
             return None if None in vals else beyond_spread(*vals)
-        lrs = [g["lr"] for g in got]
+        lrs = [g["pick"] for g in got]
         out.append({"block": block, "family": family, "picks": lrs, "at_shared": at((SHARED_LR, SHARED_LR)),
                     "at_picks": at(lrs)})
     return out
@@ -125,6 +126,6 @@ def render_lr(found: list[dict]) -> str:
 
 
 def lr_block(ctx) -> str:
-    from .lrpicks import STUDY
+    from .lrpicks import STUDY, catalog_values
 
-    return render_lr(lr_rows(ctx.evidence(STUDY).runs()))
+    return render_lr(lr_rows(ctx.evidence(STUDY).runs(), catalog_values(ctx.study("fedsynsam"), "rho")))

@@ -41,6 +41,7 @@ PAGES: dict[str, dict[str, Callable]] = {
                              "fedsynsam-table1-ordering": ordering.block,
                              "fedsynsam-table1-ordering-lr": ordering.low_lr_block,
                              "fedsynsam-lr-picks": lrpicks.block,
+                             "fedsynsam-rho-picks": lrpicks.rho_block,
                              "fedsynsam-table1-direction": direction.block,
                              "fedsynsam-lr-sharpness": direction.lr_block},
 }
