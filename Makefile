@@ -5,6 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CORES ?= all
 BENCH_ARGS ?=
+# pytest workers: one per core, at most 4 (each imports torch; the e2e tests start their own jobs)
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 
 .PHONY: venv run test bench clean dag report pages
 
@@ -21,7 +23,7 @@ run: venv
 
 test: venv  # the import layers first (.importlinter, docs/architecture.md): a new upward import fails here
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 bench: venv  # make bench BENCH_ARGS=--quick: every benchmark at smoke size
 	$(BIN)/python -m bench $(BENCH_ARGS)
