@@ -76,3 +76,10 @@ def test_the_picks_explain_a_margin_only_where_it_appears_at_the_picks_and_not_a
     behind = margin.lr_rows(_grid(lambda m, lr, s: 90.0 if (m, lr) == ("FedSAM", 0.05) else acc(m, lr, s)), RHO)
     assert behind[0]["at_picks"][2] == "reversed" and not margin.explained(behind[0])
     assert margin.lr_rows(_grid(acc).iloc[:-1], RHO) == []
+
+
+def test_a_grid_at_a_radius_the_catalog_no_longer_runs_explains_nothing():
+    # FedSAM's grid ran at 0.05, but the catalog has moved it to 0.01: that (block, family) waits for a new grid
+    stale = {**RHO, ("A", "q4", "FedSAM"): {"0.01"}}
+    assert margin.lr_rows(_grid(lambda m, lr, s: 80.0 + s), stale) == []
+    assert len(margin.lr_rows(_grid(lambda m, lr, s: 80.0 + s), RHO)) == 1
