@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from fedflat.evidence.lrpicks import LR, RHO, catalog_lrs, catalog_values, current, picks, stage_scores
+from fedflat.evidence.lrpicks import LR, RHO, catalog_values, current, picks, stage_scores
 
 
 def _runs(acc, lrs=(0.05, 0.1, 0.5), methods=("FedAvg", "FedSAM"), seeds=(0, 1), exp="lr_A_q4", rho=0.05):
@@ -91,11 +91,11 @@ def test_the_catalog_runs_every_complete_lr_grid_s_pick():
     wherever a method's lr grid at the catalog's radius is complete, every run of that block and column family uses
     the pick."""
     study, runs = _committed()
-    catalog = catalog_lrs(study)
+    catalog = catalog_values(study, "lr")
     assert len(catalog) == 3 * 2 * 9  # blocks x families x methods: every pick has a place to land
     for key, v in current(picks(runs), catalog_values(study, "rho")).items():
         if v["pick"] is not None:
-            assert catalog[key] == {v["pick"]}, key
+            assert catalog[key] == {f"{v['pick']:g}"}, key
 
 
 def test_the_catalog_runs_every_complete_radius_grid_s_pick_in_every_block():

@@ -113,10 +113,6 @@ def catalog_values(study, param: str) -> dict[tuple[str, str, str], set[str]]:
     return out
 
 
-def catalog_lrs(study) -> dict[tuple[str, str, str], set[float]]:
-    return {k: {float(v) for v in vs} for k, vs in catalog_values(study, "lr").items()}
-
-
 def edge(value: float, grid: list[float]) -> str:
     """' (grid top)' / ' (grid bottom)' for a pick on the edge of its grid: the grid does not bracket it."""
     return " (grid top)" if value == max(grid) else (" (grid bottom)" if value == min(grid) else "")
