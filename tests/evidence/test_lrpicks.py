@@ -114,3 +114,35 @@ def test_a_pick_on_the_edge_of_its_grid_is_marked():
 
     assert edge(0.5, [0.05, 0.1, 0.5]) == " (grid top)" and edge(0.05, [0.05, 0.1, 0.5]) == " (grid bottom)"
     assert edge(0.1, [0.05, 0.1, 0.5]) == ""
+
+
+def test_stage_e_marks_an_lr_pick_on_the_edge_against_its_ladder():
+    from fedflat.evidence.lrpicks import LADDER, edge
+
+    assert edge(0.01, [0.01, 0.05, 0.1], LADDER) == " (grid bottom; stage E extends it)"
+    assert edge(0.001, [0.001, 0.003, 0.01], LADDER) == " (grid bottom: the end of stage E's ladder)"
+    assert edge(0.1, [0.01, 0.05, 0.1], LADDER) == " (grid top; stage E extends it)"
+    assert edge(0.5, [0.05, 0.1, 0.5], LADDER) == " (grid top: the end of stage E's ladder)"
+
+
+def test_stage_e_s_extra_lr_joins_its_grid_and_can_move_the_pick():
+    grid = _runs(lambda m, lr, s: {0.01: 80, 0.05: 70, 0.1: 60}[lr], lrs=(0.01, 0.05, 0.1), methods=("FedSAM",),
+                 exp="lr2_A_k25")
+    below = _runs(lambda m, lr, s: 83.0, lrs=(0.003,), methods=("FedSAM",), exp="lr4_A_k25")
+    assert picks(grid)[("A", "k25", "FedSAM", "0.05")]["pick"] == 0.01
+    p = picks(pd.concat([grid, below]))[("A", "k25", "FedSAM", "0.05")]
+    assert list(p["means"]) == [0.003, 0.01, 0.05, 0.1] and p["pick"] == 0.003 and p["complete"]
+
+
+def test_only_the_grid_the_catalog_follows_is_marked_for_stage_e():
+    from fedflat.evidence.lrpicks import render
+
+    old = _runs(lambda m, lr, s: {0.01: 80, 0.05: 70, 0.1: 60}[lr], lrs=(0.01, 0.05, 0.1), methods=("FedSAM",),
+                rho=0.5, exp="lr2_A_k25")
+    new = _runs(lambda m, lr, s: {0.01: 80, 0.05: 70, 0.1: 60}[lr], lrs=(0.01, 0.05, 0.1), methods=("FedSAM",),
+                rho=0.1, exp="lr3_A_k25")
+    text = render(picks(pd.concat([old, new])), LR, {("A", "k25", "FedSAM"): {"0.01"}},
+                  {("A", "k25", "FedSAM"): {"0.1"}}, 1)
+    rows = {line.split(" | ")[3]: line for line in text.splitlines() if "FedSAM" in line}
+    assert "(grid bottom; stage E extends it)" in rows["0.1 (*catalog*)"]
+    assert "(grid bottom) |" in rows["0.5"]

@@ -2,7 +2,9 @@
 rule config/papers/tuning/fedsynsam_fmnist_v2.yaml fixed before their runs:
 
   stage L1/L2  each Table II method's local lr per block (A, B, C) and column family (Q4 stands for the Q columns,
-               Top-k 0.25 for the Top-k ones), at a fixed radius (grid of 3 lrs);
+               Top-k 0.25 for the Top-k ones), at a fixed radius (grid of 3 lrs); stage L3 runs a grid again at a
+               radius stage P moved, and stage E adds one lr past a grid's edge pick (experiments lr3_*, lr4_*:
+               the same grid, keyed by its radius, so the rule picks over the extended grid);
   stage P      each SAM-type method's radius per column family on block A, at its stage-L lr (VI-A's 5 radii).
 
 Rule, for both: the best validation score (last10_acc, mean over seeds 0-1); ties: the smaller value; a cell with a
@@ -113,9 +115,21 @@ def catalog_values(study, param: str) -> dict[tuple[str, str, str], set[str]]:
     return out
 
 
-def edge(value: float, grid: list[float]) -> str:
-    """' (grid top)' / ' (grid bottom)' for a pick on the edge of its grid: the grid does not bracket it."""
-    return " (grid top)" if value == max(grid) else (" (grid bottom)" if value == min(grid) else "")
+LADDER = (0.001, 0.003, 0.01, 0.05, 0.1, 0.5)  # stage E: an lr grid's edge pick gets the next value on it
+
+
+def edge(value: float, grid: list[float], ladder: tuple[float, ...] | None = None) -> str:
+    """' (grid top)' / ' (grid bottom)' for a pick on the edge of its grid: the grid does not bracket it. With
+    stage E's `ladder`, also whether the grid is to be extended past it or has reached the ladder's end."""
+    if value == max(grid):
+        side, beyond = "grid top", ladder is not None and value < ladder[-1]
+    elif value == min(grid):
+        side, beyond = "grid bottom", ladder is not None and value > ladder[0]
+    else:
+        return ""
+    if ladder is None:
+        return f" ({side})"
+    return f" ({side}; stage E extends it)" if beyond else f" ({side}: the end of stage E's ladder)"
 
 
 def _cell(v: float) -> str:
@@ -138,10 +152,12 @@ def render(p: dict, stage: Stage, catalog: dict, catalog_at: dict, blocks: int) 
     for (b, f, method, at), v in sorted(p.items()):
         cells = ", ".join((f"**{x:g}: {_cell(a)}**" if x == v["pick"] else f"{x:g}: {_cell(a)}")
                           for x, a in v["means"].items())
-        pick = (f"{v['pick']:g}{edge(v['pick'], list(v['means']))}" if v["pick"] is not None
+        here_now = catalog_at.get((b, f, method)) == {at}  # stage E extends only the grids the catalog follows
+        ladder = LADDER if stage.param == "lr" and here_now else None
+        pick = (f"{v['pick']:g}{edge(v['pick'], list(v['means']), ladder)}" if v["pick"] is not None
                 else ("every cell diverged" if v["complete"] else "incomplete"))
         cat = ", ".join(sorted(catalog.get((b, f, method), ()), key=lambda s: float(s or 0))) or "–"
-        here = (at or "–") + (" (*catalog*)" if catalog_at.get((b, f, method)) == {at} else "")
+        here = (at or "–") + (" (*catalog*)" if here_now else "")
         lines.append(f"| {b} | {FAMILY_NAMES[f]} | {method} | {here} | {cells} | {pick} | {cat} |")
     return "\n".join(lines)
 
