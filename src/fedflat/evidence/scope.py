@@ -64,7 +64,8 @@ def block(ctx) -> str:
     rule = adopt(cells, pub, per)
     heads = [f"{COLUMNS[c]}, {s}" for c in COLUMNS for s in SCOPES]
     lines = [f"Validation accuracy (%, last 10 % of rounds, mean over seeds {SEEDS[0]}-{SEEDS[-1]}) of every Table II "
-             f"method at its catalog lr and reading under each norm scope of the quantizer, block A; `paper`: the "
+             f"method at the lr, radius and reading the catalog ran when stage S was fixed, under each norm scope "
+             f"of the quantizer, block A; `paper`: the "
              f"paper's test accuracy; `*`: within 2 points of it. Recorded runs: {recorded} of {expected} "
              f"(`{STUDY}`).", "",
              "| method | " + " | ".join(f"{COLUMNS[c]}, paper" for c in COLUMNS) + " | " + " | ".join(heads) + " |",
