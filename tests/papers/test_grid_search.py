@@ -103,3 +103,14 @@ def test_a_cell_with_one_diverged_seed_is_never_picked(tmp_path):
     m["entries"] = [e for e in m["entries"] if e["method"] == "FedSAM"]
     assert render_grid(m, tmp_path / "out") == {"FedSAM": 0.01}
     assert "95.00" not in (tmp_path / "out.md").read_text()
+
+
+def test_a_value_a_method_never_ran_is_not_shown_as_diverged(tmp_path):
+    config = _config()  # FedSAM runs both radii, FedLESAM only the first: a grid extended for one method
+    config["experiments"]["rho"]["algorithms"] = [{"preset": "fedsam", "params": {"rho": r}} for r in (0.01, 0.1)] + [
+        {"preset": "fedlesam", "params": {"rho": 0.01}}]
+    m = _fake_runs(load_study(config), tmp_path, lambda meth, v, s: None if v == 0.1 else 0.8)
+    render_grid(m, tmp_path / "out")
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:4]]
+            for line in (tmp_path / "out.md").read_text().splitlines() if line.startswith("| Fed")}
+    assert rows == {"FedSAM": ["**80.00**", "diverged"], "FedLESAM": ["**80.00**", "–"]}
