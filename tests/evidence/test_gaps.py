@@ -22,6 +22,8 @@ def test_a_cell_takes_the_first_assignment_that_covers_it():
     assert cause_of(GAPS, "t2", "FedSAM", "FMNIST Top-k 0.1 acc") == "bias"  # a column group is a prefix
     assert cause_of(GAPS, "t1", "IID Q4", "(b) clients' data") == "lr"  # rows and columns default to all
     assert cause_of(GAPS, "t3", "FedSAM", "FMNIST Q4 acc") is None
+    shared = [{"target": ["t2", "t2_fmnist"], "rows": ["FedSAM"], "cause": "bias"}]  # targets sharing cells
+    assert cause_of(shared, "t2_fmnist", "FedSAM", "x") == "bias" and cause_of(shared, "t4", "FedSAM", "x") is None
 
 
 def test_gap_rows_name_each_gap_and_its_cause():

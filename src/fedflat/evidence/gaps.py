@@ -52,10 +52,11 @@ def _matches(sel, value: str, prefix: bool = False) -> bool:
 
 
 def cause_of(gaps: list[dict], target: str, row: str, column: str) -> str | None:
-    """The first assignment that covers (target, row, column); None if none does. A column is named by its group
-    (the atlas's column text starts with it)."""
+    """The first assignment that covers (target, row, column); None if none does. An assignment names one target or
+    a list (targets that share cells); a column is named by its group (the atlas's column text starts with it)."""
     for g in gaps:
-        if g["target"] == target and _matches(g.get("rows", "*"), row) and _matches(g.get("columns", "*"), column,
+        targets = g["target"] if isinstance(g["target"], list) else [g["target"]]
+        if target in targets and _matches(g.get("rows", "*"), row) and _matches(g.get("columns", "*"), column,
                                                                                     prefix=True):
             return g["cause"]
     return None
