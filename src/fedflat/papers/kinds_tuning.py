@@ -200,11 +200,9 @@ def render_grid(m: dict, out_base: Path):
     best = _choose(mean)
     joint = (df["row"] != "").any()  # a joint grid: one row per combination of the other hyperparameters
     table = mean.map(lambda v: "diverged" if v != v else f"{v:.2f}")
-    ran = set(df.groupby(["method", "row", "value"]).size().index)
-    for meth, row in table.index:  # a grid extended for some methods only: a value never run is not a divergence
-        for v in table.columns:
-            if (meth, row, v) not in ran:
-                table.loc[(meth, row), v] = "–"
+    # a grid extended for some methods only: a value never run is not a divergence
+    ran = df.groupby(["method", "row", "value"]).size().unstack("value").reindex_like(mean).notna()
+    table = table.where(ran, "–")
     chosen_col, seen = [], set()
     for meth, row in table.index:
         b = best[meth]
