@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from fedflat.errors import ConfigError
-from fedflat.evidence.gaps import cause_of, gap_rows, load_causes
+from fedflat.evidence.gaps import cause_of, gap_rows, load_causes, merge_shared
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -31,6 +31,14 @@ def test_gap_rows_name_each_gap_and_its_cause():
                                        ("FedGAMMA", "FMNIST Q8 acc", 80.78, 18.85)]}, {"target": "t1", "gaps": []}]
     got = gap_rows(atlas, GAPS)
     assert [(g["row"], g["cause"]) for g in got] == [("FedGAMMA", "scope"), ("FedGAMMA", None)]
+
+
+def test_a_cell_shared_by_two_targets_is_one_gap_naming_both():
+    cell = ("FedSAM", "FMNIST Q4 acc", 80.0, 84.0)
+    atlas = [{"target": "t2", "gaps": [cell, ("FedAvg", "FMNIST Q4 acc", 80.0, 77.0)]},
+             {"target": "t2_fmnist", "gaps": [cell]}]
+    got = merge_shared(gap_rows(atlas, [{"target": ["t2", "t2_fmnist"], "cause": "bias"}]))
+    assert [(g["row"], g["targets"]) for g in got] == [("FedSAM", ["t2", "t2_fmnist"]), ("FedAvg", ["t2"])]
 
 
 @pytest.mark.parametrize("body, key", [
