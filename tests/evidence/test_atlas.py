@@ -1,6 +1,7 @@
 """The atlas counts a cell as reproduced only when every run behind it at the paper's scale is in the evidence,
 compares it with the published mean, and links every gap over 2 points to its explanation."""
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -22,22 +23,27 @@ def test_reproduced_cells_within_two_points_and_gap_links(tmp_path):
     # the stated reading's column (protocol (b), FedSynSAM Table I), the one with the published values
     lam_col = next(j for j, c in enumerate(cols) if c["metric"] == "file:hessian_clients.json:lambda_max_mean")
     records = []
-    # first row: lambda_max at the published value + 1 (within 2); second row: + 5 (a gap); others absent
+    # first row: lambda_max at the published value + 1 (within 2); second row: + 5 (a gap); others absent but the third
     for i, off in ((0, 1.0), (1, 5.0)):
         target = float(str(pub[rows[i]["label"]][lam_col]).split("±")[0])
         for rid, _ in grid[i][lam_col]:
             rec = dict.fromkeys(COLUMNS)
             rec.update(run_id=rid, status="completed", lambda_max_clients_mean=target + off, lambda_max=0.0, final_acc=80.0, hparams=json.dumps({}))
             records.append(rec)
+    for rid, _ in grid[2][lam_col]:  # third row: every seed diverged, a gap whose value is NaN
+        rec = dict.fromkeys(COLUMNS)
+        rec.update(run_id=rid, status="diverged", hparams=json.dumps({}))
+        records.append(rec)
     d = tmp_path / "fedsynsam"
     d.mkdir()
     pd.DataFrame(records, columns=list(COLUMNS)).to_csv(d / "runs.csv", index=False)
     row = next(r for r in paper_rows("fedsynsam", REPO / "config/papers", tmp_path, tmp_path / "fig")
                if r["target"] == "table1_hessian")
-    assert row["reproduced"] >= 2 and row["compared"] >= 2
-    assert row["within"] == row["compared"] - 1
-    (gap,) = row["gaps"]
+    assert row["reproduced"] >= 3 and row["compared"] >= 3
+    assert row["within"] == row["compared"] - 2
+    gap, diverged = row["gaps"]
     assert gap[0] == rows[1]["label"] and abs(gap[3] - gap[2] - 5.0) < 1e-9
+    assert diverged[0] == rows[2]["label"] and math.isnan(diverged[3])  # counted against us, not left out
     assert anchor("fedsynsam", "table1_hessian") == "fedsynsam-table1-hessian"
     text = (REPO / "docs/reproduction.md").read_text()
     assert f'<a id="{anchor("fedsynsam", "table1_hessian")}"></a>' in text  # the gap link has a target

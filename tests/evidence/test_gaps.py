@@ -35,10 +35,13 @@ def test_gap_rows_name_each_gap_and_its_cause():
 
 def test_a_cell_shared_by_two_targets_is_one_gap_naming_both():
     cell = ("FedSAM", "FMNIST Q4 acc", 80.0, 84.0)
-    atlas = [{"target": "t2", "gaps": [cell, ("FedAvg", "FMNIST Q4 acc", 80.0, 77.0)]},
-             {"target": "t2_fmnist", "gaps": [cell]}]
+    atlas = [{"target": "t2", "gaps": [cell, ("FedAvg", "FMNIST Q4 acc", 80.0, 77.0),
+                                       ("FedAvg", "FMNIST Q8 acc", 80.0, float("nan"))]},
+             {"target": "t2_fmnist", "gaps": [cell, ("FedAvg", "FMNIST Q8 acc", 80.0, float("nan"))]}]
     got = merge_shared(gap_rows(atlas, [{"target": ["t2", "t2_fmnist"], "cause": "bias"}]))
-    assert [(g["row"], g["targets"]) for g in got] == [("FedSAM", ["t2", "t2_fmnist"]), ("FedAvg", ["t2"])]
+    assert [(g["row"], g["column"], g["targets"]) for g in got] == [
+        ("FedSAM", "FMNIST Q4 acc", ["t2", "t2_fmnist"]), ("FedAvg", "FMNIST Q4 acc", ["t2"]),
+        ("FedAvg", "FMNIST Q8 acc", ["t2", "t2_fmnist"])]  # a diverged cell (NaN) merges too
 
 
 @pytest.mark.parametrize("body, key", [

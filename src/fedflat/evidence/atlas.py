@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .compare import TOLERANCE, cell_value, within
+from .compare import TOLERANCE, cell_value, ours_text, within
 from .export import EVIDENCE, FIGURES
 from .store import load
 
@@ -73,6 +73,8 @@ def paper_rows(paper: str, config_dir: Path, evidence_root: Path, figures_root: 
                     continue
                 row["reproduced"] += 1
                 ok = within(ours, p.mean)
+                if ok is None and done == 0 and p.mean is not None:
+                    ok = False  # every seed diverged: a published cell we do not reproduce is a gap, not a blank
                 if ok is None:
                     continue
                 row["compared"] += 1
@@ -90,7 +92,7 @@ def _fmt_gap(paper: str, target: str, gaps: list) -> str:
     if not gaps:
         return ""
     link = f"[why]({EXPLAINED}#{anchor(paper, target)})"
-    cells = "; ".join(f"{r} / {c}: {o:.2f} vs {p:.2f}" for r, c, p, o in gaps[:4])
+    cells = "; ".join(f"{r} / {c}: {ours_text(o)} vs {p:.2f}" for r, c, p, o in gaps[:4])
     more = f"; {len(gaps) - 4} more" if len(gaps) > 4 else ""
     return f"{len(gaps)} ({cells}{more}) {link}"
 

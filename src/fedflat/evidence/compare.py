@@ -80,3 +80,8 @@ def compare_cells(runs, method_ids: list[str], baseline_ids: list[str], metric: 
 def signed(x) -> str:
     """A difference as the result pages print it: +1.23, or - where there is none."""
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:+.2f}"
+
+
+def ours_text(ours: float) -> str:
+    """Our value of a compared cell: NaN is a cell whose every seed diverged."""
+    return "diverged" if math.isnan(ours) else f"{ours:.2f}"

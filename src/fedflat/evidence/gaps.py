@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .compare import ours_text, signed
+
 STATUSES = ("measured", "hypothesis")
 
 
@@ -77,7 +79,7 @@ def merge_shared(rows: list[dict]) -> list[dict]:
     one row whose `targets` lists them, so a gap is counted once."""
     merged: dict[tuple, dict] = {}
     for r in rows:
-        key = (r["row"], r["column"], r["paper"], r["ours"], r["cause"])
+        key = (r["row"], r["column"], r["paper"], ours_text(r["ours"]), r["cause"])  # NaN != NaN: key by its text
         merged.setdefault(key, {**r, "targets": []})["targets"].append(r["target"])
     return list(merged.values())
 
@@ -98,7 +100,7 @@ def block_for(paper: str):
             c = causes.get(r["cause"]) if r["cause"] else None
             why = f"[{c.name}](#{c.anchor}) ({c.status})" if c else "**none assigned**"
             lines.append(f"| {', '.join(f'`{t}`' for t in r['targets'])} | {r['row']} | {r['column']} | "
-                         f"{r['paper']:.2f} | {r['ours']:.2f} | {r['ours'] - r['paper']:+.2f} | {why} |")
+                         f"{r['paper']:.2f} | {ours_text(r['ours'])} | {signed(r['ours'] - r['paper'])} | {why} |")
         used = [causes[n] for n in dict.fromkeys(r["cause"] for r in rows if r["cause"])]
         lines += [""] + [f"- **{c.name}** ({c.status}): {c.says}. "
                          f"{'Measured' if c.status == 'measured' else 'To be measured'} by `{c.diagnostic}`; see "

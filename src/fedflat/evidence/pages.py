@@ -36,6 +36,8 @@ PAGES: dict[str, dict[str, Callable]] = {
                              "fedsynsam-gaps": gaps.block_for("fedsynsam"),
                              "fedsynsam-readings": readings.block, "fedsynsam-scope": scope.block,
                              "fedsynsam-fedgamma-rho": rep.study_table(readings.STUDY, "rho_A_q8_fedgamma"),
+                             **{f"fedsynsam-{t.replace('_', '-')}": rep.study_table(readings.STUDY, t)
+                                for t in ("colgrid_A_q8", "colgrid_A_k10", "fgread_A_topk")},
                              "fedsynsam-margin": margin.block,
                              "fedsynsam-margin-lr": margin.lr_block,
                              "fedsynsam-table1-ordering": ordering.block,
