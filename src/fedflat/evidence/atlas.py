@@ -107,7 +107,7 @@ def render(config_dir: Path = Path("config/papers"), evidence_root: Path = EVIDE
              "", f"A cell counts as **reproduced** when every run behind it, at the paper's scale, is in the committed "
              f"evidence (real data only: the stand-ins run at `tiny` scale, whose run ids differ). **Within "
              f"{TOLERANCE:g} points** compares the mean over the cell's completed seeds with the published mean, for "
-             f"accuracy and Hessian cells. A cell is **out of reach offline** when its data set cannot be written "
+             f"accuracy and Hessian cells; a cell whose every seed diverged is compared and is not within. A cell is **out of reach offline** when its data set cannot be written "
              f"by `../shared/data/real_data.py` (MNIST, Fashion-MNIST, Shakespeare are) or its model needs a GPU at "
              f"the paper's scale. `python -m fedflat.evidence trace PAPER TABLE ROW COLUMN` lists the runs behind a "
              f"cell.", ""]
