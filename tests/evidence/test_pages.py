@@ -61,4 +61,24 @@ def test_a_diagnostic_table_is_shown_as_its_rule_rendered_it_once_exported(tmp_p
     assert "Not in the committed evidence yet" in block(Context(root=tmp_path))
     (tmp_path / "results/evidence/study/tables").mkdir(parents=True)
     (tmp_path / "results/evidence/study/tables/diag.md").write_text("# Diag\n\n| rho | acc |\n| 0.1 | 80.5 |\n\n")
-    assert block(Context(root=tmp_path)) == "# Diag\n\n| rho | acc |\n| 0.1 | 80.5 |"
+    assert block(Context(root=tmp_path)) == "#### Diag\n\n| rho | acc |\n| 0.1 | 80.5 |"
+
+
+def _top_headings(text: str) -> list[str]:
+    """The page's "# " headings outside fenced and indented code."""
+    out, fenced = [], False
+    for line in text.split("\n"):
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and line.startswith("# "):
+            out.append(line)
+    return out
+
+
+def test_an_embedded_table_title_does_not_open_a_second_top_level_heading():
+    from fedflat.evidence.store import embed
+
+    assert embed("#  Table II (A): Diagnostic\n\n| a |\n# not a title\n") == \
+        "#### Table II (A): Diagnostic\n\n| a |\n#### not a title"
+    for page in list(PAGES) + ["docs/atlas.md"]:
+        assert len(_top_headings((REPO / page).read_text())) == 1, page

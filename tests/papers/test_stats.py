@@ -72,3 +72,12 @@ def test_parse_published_missing_and_bad():
     assert parse_published("-").missing and parse_published(None).missing
     with pytest.raises(ConfigError, match="cannot read"):
         parse_published("about 80")
+
+
+def test_a_file_metric_header_names_its_quantity_not_its_json_key():
+    from fedflat.papers.stats import metric_header
+
+    assert metric_header("file:hessian_clients.json:lambda_max_mean") == "λ_max"
+    assert metric_header("file:hessian_r300_train.json:trace") == "trace"
+    assert metric_header("file:other.json:ratio") == "ratio"
+    assert metric_header("last10_acc") == "Acc (last 10%)"

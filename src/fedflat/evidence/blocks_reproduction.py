@@ -3,6 +3,7 @@ targets, from the committed evidence and the catalog (published values)."""
 from __future__ import annotations
 
 from .atlas import anchor
+from .store import embed
 
 TARGETS = ("table2_A_fmnist", "table2_B_fmnist", "table2_C_fmnist", "table1_hessian")
 FIGURES = ("fig1_landscape",)
@@ -38,7 +39,7 @@ def target(name: str):
         share = f"{r['within']} of {r['compared']}" if r["compared"] else "none"
         head = (f"Reproduced cells: {r['reproduced']} of {r['published']} published; within 2 points: {share} "
                 f"(`python -m fedflat.evidence trace fedsynsam {name} ROW COLUMN` lists the runs behind a cell).")
-        return head + "\n\n" + text.strip()
+        return head + "\n\n" + embed(text)
     return block
 
 
@@ -58,5 +59,5 @@ def study_table(study: str, name: str):
         text = ctx.evidence(study).table_text(name)
         if text is None:
             return "Not in the committed evidence yet: the table is exported once every run behind it has finished."
-        return text.strip()
+        return embed(text)
     return block

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 from ..papers.kinds_protocols import PROTOCOLS as _NAMES  # one name per protocol, as the study's tables
+from .store import embed
 
 STUDY = "fedsynsam_table1_direction"
 TABLES = ("table1_direction_lmax", "table1_direction_trace")
@@ -100,7 +101,7 @@ def block(ctx) -> str:
             f"(a ratio within ±{MAGNITUDE:.0%} of {lmax[0]['paper']:.2f}x)"
             + (": " + "; ".join(_NAMES[r['protocol']] + ("" if r['statistic'] == 'value' else f", {r['statistic']}")
                                 for r in good) if good else "") + ".")
-    tables = "\n\n".join(ctx.evidence(STUDY).table_text(t).strip().replace("\n# ", "\n#### ").replace("# ", "#### ", 1)
+    tables = "\n\n".join(embed(ctx.evidence(STUDY).table_text(t))
                          for t in TABLES)
     return "\n\n".join([head, _verdict_table(lmax, "λ_max"), _verdict_table(trace, "trace"), tables])
 
@@ -166,5 +167,5 @@ def lr_block(ctx) -> str:
         lines.append(f"- {NUM} / {DEN} ratio of the seed-mean λ_max, protocol {protocol}, per lr: " + "; ".join(ratios)
                      + ".")
     png = ctx.figures_root / STUDY / "lr_sharpness.png"
-    body = text.strip().replace("# ", "#### ", 1)
+    body = embed(text)
     return "\n\n".join(["\n".join(lines), body] + ([f"![λ_max against 1/η](../{png.as_posix()})"] if png.exists() else []))

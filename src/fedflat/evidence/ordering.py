@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 from .compare import beyond_spread, compare_cells, signed
+from .store import embed
 
 TABLE = "table1_hessian"
 UNCOMPRESSED = "w/o compression"
@@ -133,5 +134,5 @@ def low_lr_block(ctx) -> str:
         cell = "not settled" if at_low is None else f"{at_low[0]:+.2f} ({at_low[1]:.2f})"
         lines.append(f"| {r['protocol']} | {cell} | {'-' if at_low is None else at_low[2]} | "
                      f"{at_cat or 'not settled'} | {hidden} |")
-    body = ctx.evidence(LOW_LR_STUDY).table_text(LOW_LR_TABLE).strip().replace("# ", "#### ", 1)
+    body = embed(ctx.evidence(LOW_LR_STUDY).table_text(LOW_LR_TABLE))
     return "\n".join(lines) + "\n\n" + body

@@ -100,12 +100,14 @@ def render_paper_table(m: dict, out_base) -> pd.DataFrame:
     out_base = Path(out_base)
     frame, long, seeds = build_frames(m)
     cap = caption(m, seeds)
-    md = f"# {m['scale'].get('paper', '')} {m['ref']}: {m['title']}\n\n{_markdown(frame)}\n\n{cap}\n"
+    head = " ".join(t for t in (m["scale"].get("paper", ""), m["ref"]) if t)
+    md = f"# {head}: {m['title']}\n\n{_markdown(frame)}\n\n{cap}\n"
     write_text(out_base.with_suffix(".md"), md)
     write_text(out_base.with_suffix(".csv"), long.to_csv(index=False))
     tex = frame.to_latex(escape=True, caption=cap, label=f"tab:{m['scale'].get('paper', '')}-{m['name']}",
                          multicolumn=True, multicolumn_format="c")
-    write_text(out_base.with_suffix(".tex"), tex.replace("±", r"$\pm$").replace("Δ", r"$\Delta$"))
+    write_text(out_base.with_suffix(".tex"), tex.replace("±", r"$\pm$").replace("Δ", r"$\Delta$")
+               .replace(r"λ\_max", r"$\lambda_{\max}$"))
     return long
 
 

@@ -149,6 +149,8 @@ def file_metric(run_dirs: list[str], fname: str, key: str) -> CellValue:
 # the metric names a catalog entry may use
 NAMED_METRICS = {"acc": "Acc", "last10_acc": "Acc (last 10%)", "best_acc": "Top acc", "final_loss": "Loss",
                  "wall_per_round": "s/round", "up_mb_per_round": "MB/round"}
+# A file metric's header names its quantity; the group text says which Hessian (whose data, which reduction).
+FILE_KEY_HEADERS = {"lambda_max": "λ_max", "lambda_max_mean": "λ_max", "lambda_max_max": "λ_max", "trace": "trace"}
 
 
 def metric_header(metric: str) -> str:
@@ -156,7 +158,8 @@ def metric_header(metric: str) -> str:
         return NAMED_METRICS[metric]
     if metric.startswith("rounds@"):
         return f"R({metric[7:]}%)"
-    return metric.split(":")[-1]
+    key = metric.split(":")[-1]
+    return FILE_KEY_HEADERS.get(key, key)
 
 
 def check_metric(metric, key: str) -> str:
