@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..papers.stats import metric_header
 from .compare import TOLERANCE, cell_value, ours_text, within
 from .export import EVIDENCE, FIGURES
 from .store import load
@@ -80,7 +81,8 @@ def paper_rows(paper: str, config_dir: Path, evidence_root: Path, figures_root: 
                 row["compared"] += 1
                 row["within"] += bool(ok)
                 if not ok:
-                    row["gaps"].append((r["label"], " ".join(x for x in (c["group"], c["metric"]) if x), p.mean, ours))
+                    row["gaps"].append((r["label"], " ".join(x for x in (c["group"], metric_header(c["metric"])) if x),
+                                        p.mean, ours))
         out.append(row)
     for name, spec in study.figures.items():
         png = Path(figures_root) / paper / f"{name}.png"
