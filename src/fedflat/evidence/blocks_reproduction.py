@@ -45,10 +45,8 @@ def target(name: str):
 
 def figure(name: str):
     def block(ctx) -> str:
-        png = ctx.figures_root / "fedsynsam" / f"{name}.png"
-        if not png.exists():
-            return PENDING
-        return f"![FedSynSAM {name}](../{png.as_posix()})"
+        link = ctx.figure_link("fedsynsam", name)
+        return f"![FedSynSAM {name}]({link})" if link else PENDING
     return block
 
 

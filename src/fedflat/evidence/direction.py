@@ -166,6 +166,5 @@ def lr_block(ctx) -> str:
                   for eta in sorted({r["eta"] for r in found})]
         lines.append(f"- {NUM} / {DEN} ratio of the seed-mean λ_max, protocol {protocol}, per lr: " + "; ".join(ratios)
                      + ".")
-    png = ctx.figures_root / STUDY / "lr_sharpness.png"
-    body = embed(text)
-    return "\n\n".join(["\n".join(lines), body] + ([f"![λ_max against 1/η](../{png.as_posix()})"] if png.exists() else []))
+    link = ctx.figure_link(STUDY, "lr_sharpness")
+    return "\n\n".join(["\n".join(lines), embed(text)] + ([f"![λ_max against 1/η]({link})"] if link else []))

@@ -14,6 +14,7 @@ from typing import Callable
 
 from . import blocks_leaderboard as lb
 from . import blocks_reproduction as rep
+from . import blocks_studies as small
 from . import direction, gaps, lrpicks, margin, ordering, readings, scope
 from .export import EVIDENCE, FIGURES
 from .markers import replace
@@ -46,6 +47,9 @@ PAGES: dict[str, dict[str, Callable]] = {
                              "fedsynsam-rho-picks": lrpicks.rho_block,
                              "fedsynsam-table1-direction": direction.block,
                              "fedsynsam-lr-sharpness": direction.lr_block},
+    "docs/papers.md": {"fedsagd-stability-digits": small.fedsagd_stability},
+    "docs/algorithms_sam.md": {"fedsol-combined-reading": small.fedsol_reading},
+    "docs/fedsynsam.md": {"fedsynsam-tiny": small.fedsynsam_tiny},
 }
 
 
@@ -66,6 +70,11 @@ class Context:
         if study not in self._evidence:
             self._evidence[study] = load(study, self.root / self.evidence_root)
         return self._evidence[study]
+
+    def figure_link(self, study: str, name: str) -> str | None:
+        """The committed PNG of a study's figure as a page under docs/ links it; None if it is not committed."""
+        png = self.figures_root / study / f"{name}.png"
+        return f"../{png.as_posix()}" if (self.root / png).exists() else None
 
     def study(self, paper: str):
         """The paper's catalog at the paper's scale, loaded once per render."""
@@ -134,7 +143,8 @@ def drift(ctx: Context | None = None) -> list[str]:
 
 # Where a measured number may only appear inside a generated block: whole pages, or (README) named sections.
 CHECKED = {"docs/leaderboard.md": None, "docs/reproduction.md": None,
-           "README.md": ("## Results on real data", "## Leaderboard: every method under one protocol")}
+           "README.md": ("## Results on real data", "## Leaderboard: every method under one protocol"),
+           **{page: ("## Measured",) for page in ("docs/papers.md", "docs/algorithms_sam.md", "docs/fedsynsam.md")}}
 
 _MEASURED = re.compile(r"\d\s*±\s*\d|\b\d+\.\d+\b")
 # Protocol settings may stay in prose: a number right after a hyperparameter symbol or name, inside a

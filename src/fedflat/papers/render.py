@@ -78,7 +78,8 @@ def caption(m: dict, seeds: list[int]) -> str:
     sc = m["scale"]
     paper = sc.get("paper", "")
     scale = sc.get("name", "paper")
-    text = (f"Reproduction of {paper} {m['ref']}. Scale: {scale}"
+    what = " ".join(t for t in (paper, m["ref"]) if t)
+    text = (f"Reproduction of {what}. Scale: {scale}"
             + (f" ({sc['note']})" if sc.get("note") else "") + f". Seeds: {seeds}. "
             "paper = published value; ours = mean±std over seeds (final-round test accuracy, %, unless the column "
             "says otherwise); Δ = ours − paper. R(x%) = first evaluated round at which the seed-mean test accuracy "
