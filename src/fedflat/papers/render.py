@@ -79,16 +79,21 @@ def caption(m: dict, seeds: list[int]) -> str:
     paper = sc.get("paper", "")
     scale = sc.get("name", "paper")
     what = " ".join(t for t in (paper, m["ref"]) if t)
-    text = (f"Reproduction of {what}. Scale: {scale}"
-            + (f" ({sc['note']})" if sc.get("note") else "") + f". Seeds: {seeds}. "
-            "paper = published value; ours = mean±std over seeds (final-round test accuracy, %, unless the column "
-            "says otherwise); Δ = ours − paper. R(x%) = first evaluated round at which the seed-mean test accuracy "
-            "reaches x%; T+ = not reached within T rounds.")
-    if scale != "paper":
+    ours = "ours = mean±std over seeds (final-round test accuracy, %, unless the column says otherwise)"
+    scale_text = (f" Scale: {scale}" + (f" ({sc['note']})" if sc.get("note") else "") + ".") if sc else ""
+    text = (("Reproduction of " if has_published(m) else "") + f"{what}.{scale_text} Seeds: {seeds}. "
+            + (f"paper = published value; {ours}; Δ = ours − paper." if has_published(m) else f"{ours}.")
+            + " R(x%) = first evaluated round at which the seed-mean test accuracy reaches x%; T+ = not reached "
+            "within T rounds.")
+    if sc and scale != "paper":
         text += " Not comparable to the paper at this scale: it checks the pipeline, not the claim."
     if m.get("note"):
         text += " " + m["note"]
     return text
+
+
+def has_published(m: dict) -> bool:
+    return any(v for v in (m.get("published") or {}).values())
 
 
 def _markdown(frame: pd.DataFrame) -> str:
@@ -101,6 +106,8 @@ def render_paper_table(m: dict, out_base) -> pd.DataFrame:
     out_base = Path(out_base)
     frame, long, seeds = build_frames(m)
     cap = caption(m, seeds)
+    if not has_published(m):  # a study of our own: no paper or Δ column to show
+        frame = frame.loc[:, [c for c in frame.columns if c[1] == "ours"]]
     head = " ".join(t for t in (m["scale"].get("paper", ""), m["ref"]) if t)
     md = f"# {head}: {m['title']}\n\n{_markdown(frame)}\n\n{cap}\n"
     write_text(out_base.with_suffix(".md"), md)

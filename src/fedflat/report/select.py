@@ -78,4 +78,6 @@ def target_caption(spec: dict) -> str:
     ref = spec.get("ref", "")
     paper = info.get("paper", "")
     s = f"{paper} {ref}".strip()
-    return f"{s} — scale: {info.get('name', 'paper')}" if s else ""
+    if not s:
+        return ""
+    return f"{s} — scale: {info.get('name', 'paper')}" if info else s  # a study of our own states no scale
