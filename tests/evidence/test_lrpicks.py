@@ -146,3 +146,31 @@ def test_only_the_grid_the_catalog_follows_is_marked_for_stage_e():
     rows = {line.split(" | ")[3]: line for line in text.splitlines() if "FedSAM" in line}
     assert "(grid bottom; stage E extends it)" in rows["0.1 (*catalog*)"]
     assert "(grid bottom) |" in rows["0.5"]
+
+
+def test_stage_e_names_the_next_lr_past_an_edge_pick_and_nothing_for_an_interior_one():
+    from fedflat.evidence.lrpicks import next_lr, stage_e_due
+
+    assert next_lr(0.01, [0.01, 0.05, 0.1]) == 0.003
+    assert next_lr(0.1, [0.01, 0.05, 0.1]) == 0.5
+    assert next_lr(0.05, [0.01, 0.05, 0.1]) is None
+    assert next_lr(0.001, [0.001, 0.003, 0.01]) is None and next_lr(0.5, [0.05, 0.1, 0.5]) is None
+    bottom = _runs(lambda m, lr, s: {0.01: 80, 0.05: 70, 0.1: 60}[lr], lrs=(0.01, 0.05, 0.1), methods=("FedSAM",),
+                   exp="lr2_B_k25")
+    inner = _runs(lambda m, lr, s: {0.05: 80, 0.1: 85, 0.5: None}[lr], methods=("FedAvg",), exp="lr_B_q4")
+    half = _runs(lambda m, lr, s: 80.0, lrs=(0.05, 0.1), methods=("FedSAM",), exp="lr_B_q4")
+    due = stage_e_due(picks(pd.concat([bottom, inner, half])),
+                      {("B", "k25", "FedSAM"): {"0.05"}, ("B", "q4", "FedAvg"): {""}, ("B", "q4", "FedSAM"): {"0.05"}},
+                      "B")
+    assert [(d["family"], d["method"], d["pick"], d["add"], d["complete"]) for d in due] == [
+        ("k25", "FedSAM", 0.01, 0.003, True), ("q4", "FedAvg", 0.1, None, True), ("q4", "FedSAM", None, None, False)]
+
+
+def test_block_a_needs_no_further_stage_e_run_in_the_committed_evidence():
+    from pathlib import Path
+
+    from fedflat.evidence.lrpicks import stage_e_report
+
+    rows = [line for line in stage_e_report("A", Path(__file__).resolve().parents[2]).splitlines()
+            if line.startswith("| ") and "method" not in line]
+    assert len(rows) == 18 and all(line.endswith("| nothing: settled |") for line in rows), rows

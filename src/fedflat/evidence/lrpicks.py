@@ -132,6 +132,50 @@ def edge(value: float, grid: list[float], ladder: tuple[float, ...] | None = Non
     return f" ({side}; stage E extends it)" if beyond else f" ({side}: the end of stage E's ladder)"
 
 
+def next_lr(pick: float, grid: list[float]) -> float | None:
+    """Stage E's next lr for a grid whose pick is `pick`: the ladder value past the edge it sits on, None when the
+    pick is interior or the ladder ends there."""
+    if pick == min(grid) and pick > LADDER[0]:
+        return LADDER[LADDER.index(pick) - 1]
+    if pick == max(grid) and pick < LADDER[-1]:
+        return LADDER[LADDER.index(pick) + 1]
+    return None
+
+
+def stage_e_due(p: dict, catalog_at: dict, block: str) -> list[dict]:
+    """Every lr grid of `block` that the catalog follows (at its radius), in order: method, family, complete, pick,
+    and `add`, the lr stage E must run next (None: settled, or not complete yet)."""
+    out = []
+    for (b, family, method), v in sorted(current(p, catalog_at).items()):
+        if b != block:
+            continue
+        pick = v["pick"]
+        add = next_lr(pick, sorted(v["means"])) if pick is not None else None
+        out.append({"family": family, "method": method, "complete": v["complete"], "pick": pick, "add": add})
+    return out
+
+
+def stage_e_report(block: str, root=None) -> str:
+    """`python -m fedflat.evidence stage-e BLOCK`: stage_e_due from the committed evidence and today's catalog."""
+    from pathlib import Path
+
+    from ..study import load_config_file, load_study
+    from .store import load
+
+    root = Path(root or ".")
+    catalog = load_study(load_config_file(root / "config/papers/fedsynsam.yaml"))
+    lrs = catalog_values(catalog, "lr")
+    due = stage_e_due(picks(load(STUDY, root / "results/evidence").runs()), catalog_values(catalog, "rho"), block)
+    lines = [f"Block {block}: the lr grids the catalog follows (validation, seeds 0-1; {STUDY})", "",
+             "| columns | method | grid complete | pick | catalog lr | stage E runs next |", "|---|---|---|---|---|---|"]
+    for d in due:
+        pick = "-" if d["pick"] is None else f"{d['pick']:g}"
+        nxt = f"lr {d['add']:g}" if d["add"] is not None else ("nothing: settled" if d["complete"] else "-")
+        lines.append(f"| {FAMILY_NAMES[d['family']]} | {d['method']} | {'yes' if d['complete'] else 'no'} | {pick} | "
+                     f"{', '.join(sorted(lrs.get((block, d['family'], d['method']), set()))) or '-'} | {nxt} |")
+    return "\n".join(lines)
+
+
 def _cell(v: float) -> str:
     return "diverged" if v != v else f"{v:.2f}"
 
