@@ -81,3 +81,24 @@ def test_a_file_metric_header_names_its_quantity_not_its_json_key():
     assert metric_header("file:hessian_r300_train.json:trace") == "trace"
     assert metric_header("file:other.json:ratio") == "ratio"
     assert metric_header("last10_acc") == "Acc (last 10%)"
+
+
+def _manifest(tmp_path, published):
+    d = str(tmp_path / "r0") if (tmp_path / "r0").exists() else _run(tmp_path, "r0", [1, 2], [0.5, 0.8])
+    return {"name": "t", "ref": "Diag", "title": "T", "scale": {}, "published": published,
+            "columns": [{"group": "Q4", "metric": "acc"}], "rows": [{"label": "FedAvg", "not_run": None}],
+            "cells": [[[{"seed": 0, "dir": d}]]]}
+
+
+def test_a_table_of_our_own_shows_no_empty_paper_or_delta_column_and_claims_no_scale(tmp_path):
+    from fedflat.papers.render import render_paper_table
+
+    render_paper_table(_manifest(tmp_path, {}), tmp_path / "own")
+    head, _, rest = (tmp_path / "own.md").read_text().partition("\n\n")
+    assert head == "# Diag: T"
+    assert "Q4 Acc · ours" in rest and "· paper" not in rest and "· Δ" not in rest
+    assert "Scale:" not in rest and "Reproduction of" not in rest
+    render_paper_table(_manifest(tmp_path, {"FedAvg": ["70.00"]}), tmp_path / "paper")
+    text = (tmp_path / "paper.md").read_text()
+    assert "Q4 Acc · paper" in text and "Q4 Acc · Δ" in text and "Reproduction of Diag." in text
+    assert pd.read_csv(tmp_path / "paper.csv")["delta"].tolist() == pytest.approx([10.0])
