@@ -38,7 +38,8 @@ PAGES: dict[str, dict[str, Callable]] = {
                              "fedsynsam-readings": readings.block, "fedsynsam-scope": scope.block,
                              "fedsynsam-fedgamma-rho": rep.study_table(readings.STUDY, "rho_A_q8_fedgamma"),
                              **{f"fedsynsam-{t.replace('_', '-')}": rep.study_table(readings.STUDY, t)
-                                for t in ("colgrid_A_q8", "colgrid_A_k10", "fgread_A_topk")},
+                                for t in ("colgrid_A_q8", "colgrid_A_k10", "fgread_A_topk", "colgrid_A_q8_duals",
+                                          "rhogrid_A_k10")},
                              "fedsynsam-margin": margin.block,
                              "fedsynsam-margin-lr": margin.lr_block,
                              "fedsynsam-table1-ordering": ordering.block,
