@@ -121,24 +121,22 @@ LADDER = (0.001, 0.003, 0.01, 0.05, 0.1, 0.5)  # stage E: an lr grid's edge pick
 def edge(value: float, grid: list[float], ladder: tuple[float, ...] | None = None) -> str:
     """' (grid top)' / ' (grid bottom)' for a pick on the edge of its grid: the grid does not bracket it. With
     stage E's `ladder`, also whether the grid is to be extended past it or has reached the ladder's end."""
-    if value == max(grid):
-        side, beyond = "grid top", ladder is not None and value < ladder[-1]
-    elif value == min(grid):
-        side, beyond = "grid bottom", ladder is not None and value > ladder[0]
-    else:
+    if value not in (min(grid), max(grid)):
         return ""
+    side = "grid top" if value == max(grid) else "grid bottom"
     if ladder is None:
         return f" ({side})"
+    beyond = next_lr(value, grid, ladder) is not None
     return f" ({side}; stage E extends it)" if beyond else f" ({side}: the end of stage E's ladder)"
 
 
-def next_lr(pick: float, grid: list[float]) -> float | None:
+def next_lr(pick: float, grid: list[float], ladder: tuple[float, ...] = LADDER) -> float | None:
     """Stage E's next lr for a grid whose pick is `pick`: the ladder value past the edge it sits on, None when the
-    pick is interior or the ladder ends there."""
-    if pick == min(grid) and pick > LADDER[0]:
-        return LADDER[LADDER.index(pick) - 1]
-    if pick == max(grid) and pick < LADDER[-1]:
-        return LADDER[LADDER.index(pick) + 1]
+    pick is interior or the ladder ends there (the one place that decides whether stage E extends a grid)."""
+    if pick == max(grid) and pick < ladder[-1]:
+        return min(v for v in ladder if v > pick)
+    if pick == min(grid) and pick > ladder[0]:
+        return max(v for v in ladder if v < pick)
     return None
 
 

@@ -74,11 +74,15 @@ def _hdr(metric: str) -> str:
     return metric_header(metric)
 
 
+def reference(m: dict) -> str:
+    """What a table reproduces: the paper's name (none for a study of our own) and the table's ref."""
+    return " ".join(t for t in (m["scale"].get("paper", ""), m["ref"]) if t)
+
+
 def caption(m: dict, seeds: list[int]) -> str:
     sc = m["scale"]
-    paper = sc.get("paper", "")
     scale = sc.get("name", "paper")
-    what = " ".join(t for t in (paper, m["ref"]) if t)
+    what = reference(m)
     ours = "ours = mean±std over seeds (final-round test accuracy, %, unless the column says otherwise)"
     scale_text = (f" Scale: {scale}" + (f" ({sc['note']})" if sc.get("note") else "") + ".") if sc else ""
     text = (("Reproduction of " if has_published(m) else "") + f"{what}.{scale_text} Seeds: {seeds}. "
@@ -108,8 +112,7 @@ def render_paper_table(m: dict, out_base) -> pd.DataFrame:
     cap = caption(m, seeds)
     if not has_published(m):  # a study of our own: no paper or Δ column to show
         frame = frame.loc[:, [c for c in frame.columns if c[1] == "ours"]]
-    head = " ".join(t for t in (m["scale"].get("paper", ""), m["ref"]) if t)
-    md = f"# {head}: {m['title']}\n\n{_markdown(frame)}\n\n{cap}\n"
+    md = f"# {reference(m)}: {m['title']}\n\n{_markdown(frame)}\n\n{cap}\n"
     write_text(out_base.with_suffix(".md"), md)
     write_text(out_base.with_suffix(".csv"), long.to_csv(index=False))
     tex = frame.to_latex(escape=True, caption=cap, label=f"tab:{m['scale'].get('paper', '')}-{m['name']}",
