@@ -89,15 +89,16 @@ def adopt(cells: dict, published: dict[str, list[float | None]]) -> dict[str, di
     return out
 
 
-def published_cells(ctx, methods=METHODS, columns=range(len(COLUMNS))) -> dict[str, list[float | None]]:
-    """The paper's Table II (A) Fashion-MNIST means of `methods` in the catalog's `columns` (indices), from the
-    FedSynSAM catalog."""
+def published_cells(ctx, methods=METHODS, columns=range(len(COLUMNS)),
+                    table: str = CATALOG_TABLE) -> dict[str, list[float | None]]:
+    """The paper's Fashion-MNIST means of `methods` in the catalog's `columns` (indices) of `table` (Table II (A)
+    unless named), from the FedSynSAM catalog."""
     import yaml
 
     from ..papers.published import parse_published
 
     cfg = yaml.safe_load(ctx.config("papers/fedsynsam.yaml").read_text())
-    pub = cfg["tables"][CATALOG_TABLE]["published"]
+    pub = cfg["tables"][table]["published"]
     return {m: [parse_published(pub[m][j]).mean for j in columns] for m in methods}
 
 

@@ -1,0 +1,100 @@
+"""Block B's diagnostics of FedSynSAM's second tuning protocol (issue 25): `readings_B` and `edge_B_q4`, decided
+from the committed evidence by the rules config/papers/tuning/fedsynsam_fmnist_v2.yaml fixed before their runs.
+They select nothing: the catalog keeps its settings whatever they show.
+
+readings_B: FedGAMMA and FedLESAM-D at the catalog's radius and lr under each reading of their second uplink vector,
+Q4 (standing for the Q columns) and Top-k 0.25 (for the Top-k ones). The reading is a measured cause for a (method,
+family) when raw or error_feedback scores within 2 points of the paper's cell or above it while compress (the
+catalog's reading) lies more than 2 below; where no reading comes within 2 points, the reading is measured not to be
+the whole cause.
+edge_B_q4: one setting per method beside the catalog's, Q4 (FedGAMMA at radius 0.1, FedLESAM-D at lr 0.001). The
+changed setting is a measured cause when it scores within 2 points of the paper's Q4 cell or above while the
+catalog's lies more than 2 below."""
+from __future__ import annotations
+
+import json
+import math
+import re
+
+from .readings import READINGS, SEEDS, STUDY, TOLERANCE, cell_mean, fmt_cell, published_cells, stage_cells
+
+METHODS = ("FedGAMMA", "FedLESAM-D")
+FAMILIES = {"q4": "Q4", "k25": "Top-k 0.25"}
+PAPER_COLUMN = {"q4": 0, "k25": 3}  # the family's column in table2_B_fmnist
+CATALOG_TABLE = "table2_B_fmnist"
+_READINGS = re.compile(r"^readB_(q4|k25)_(compress|raw|error_feedback)$")
+# edge_B_q4's settings: (method, rho, lr) -> which candidate it is; the catalog's setting first
+EDGE = {"FedGAMMA": ((0.5, 0.01, "the catalog's setting"), (0.1, 0.01, "radius 0.1")),
+        "FedLESAM-D": ((0.001, 0.01, "the catalog's setting"), (0.001, 0.001, "lr 0.001"))}
+
+
+def near(score: float | None, paper: float) -> bool:
+    """Within TOLERANCE of the paper's cell or above it (a diagnostic asks whether a setting closes a shortfall)."""
+    return score is not None and score >= paper - TOLERANCE
+
+
+def reading_verdict(cells: dict, method: str, family: str, paper: float) -> str:
+    """The rule's verdict for one (method, family) from stage_cells' cells."""
+    scores = {rd: cell_mean(cells.get((method, family, rd))) for rd in READINGS}
+    if any(cells.get((method, family, rd)) is None or cells[(method, family, rd)]["seeds"] < len(SEEDS)
+           for rd in READINGS):
+        return "waits for its runs"
+    if near(scores["compress"], paper):
+        return "no shortfall to explain: the catalog's reading lies within 2 points"
+    closing = [rd for rd in READINGS[1:] if near(scores[rd], paper)]
+    if closing:
+        return "measured: the reading (" + " and ".join(f"`{rd}`" for rd in closing) + " within 2 points)"
+    return "measured: not the whole cause (no reading within 2 points)"
+
+
+def edge_cells(runs) -> dict[tuple[str, float, float], dict]:
+    """{(method, rho, lr): cell} of the edge_B_q4 experiment, cells as stage_cells builds them."""
+    out: dict = {}
+    for _, r in runs.iterrows():
+        if "edge_B_q4" not in str(r["experiments"]).split(";") or r["label"] not in METHODS:
+            continue
+        key = (r["label"], float(json.loads(r["hparams"])["rho"]), float(r["lr"]))
+        c = out.setdefault(key, {"acc": [], "diverged": 0, "seeds": 0})
+        c["seeds"] += 1
+        if r["status"] == "completed" and math.isfinite(float(r["last10_acc"])):
+            c["acc"].append(float(r["last10_acc"]))
+        else:
+            c["diverged"] += 1
+    return out
+
+
+def edge_verdict(cells: dict, method: str, paper: float) -> str:
+    (r0, l0, _), (r1, l1, what) = EDGE[method]
+    base, cand = cells.get((method, r0, l0)), cells.get((method, r1, l1))
+    if base is None or cand is None or min(base["seeds"], cand["seeds"]) < len(SEEDS):
+        return "waits for its runs"
+    if near(cell_mean(base), paper):
+        return "no shortfall to explain: the catalog's setting lies within 2 points"
+    if near(cell_mean(cand), paper):
+        return f"measured: {what} closes the shortfall"
+    return f"measured: {what} is not the cause (it stays more than 2 points below)"
+
+
+def block(ctx) -> str:
+    """Both diagnostics' scores beside the paper's block-B cells, with each rule's verdict."""
+    runs = ctx.evidence(STUDY).runs()
+    pub = published_cells(ctx, METHODS, range(4), table=CATALOG_TABLE)
+    cells = stage_cells(runs, _READINGS, METHODS)
+    lines = [f"Validation accuracy (%, last 10 % of rounds, mean over seeds {SEEDS[0]}-{SEEDS[-1]}; `{STUDY}`), beside "
+             "the paper's block-B test accuracy. Each verdict is the rule of the tuning config's header.", "",
+             "| method | column | paper | " + " | ".join(READINGS) + " | verdict |", "|---|---|---|---|---|---|---|"]
+    for method in METHODS:
+        for fam, col in FAMILIES.items():
+            paper = pub[method][PAPER_COLUMN[fam]]
+            row = [fmt_cell(cells.get((method, fam, rd))) for rd in READINGS]
+            lines.append(f"| {method} | {col} | {paper:.2f} | " + " | ".join(row) + " | "
+                         f"{reading_verdict(cells, method, fam, paper)} |")
+    edge = edge_cells(runs)
+    lines += ["", "| method | setting (Q4) | paper | validation | verdict |", "|---|---|---|---|---|"]
+    for method, settings in EDGE.items():
+        paper = pub[method][PAPER_COLUMN["q4"]]
+        for i, (rho, lr, what) in enumerate(settings):
+            verdict = edge_verdict(edge, method, paper) if i else ""
+            lines.append(f"| {method} | {what}: ρ {rho:g}, lr {lr:g} | {paper:.2f} | "
+                         f"{fmt_cell(edge.get((method, rho, lr)))} | {verdict} |")
+    return "\n".join(lines)
