@@ -13,10 +13,9 @@ catalog's lies more than 2 below."""
 from __future__ import annotations
 
 import json
-import math
 import re
 
-from .readings import READINGS, SEEDS, STUDY, TOLERANCE, cell_mean, fmt_cell, published_cells, stage_cells
+from .readings import READINGS, SEEDS, STUDY, TOLERANCE, add_seed, cell_mean, fmt_cell, published_cells, stage_cells
 
 METHODS = ("FedGAMMA", "FedLESAM-D")
 FAMILIES = {"q4": "Q4", "k25": "Top-k 0.25"}
@@ -53,13 +52,7 @@ def edge_cells(runs) -> dict[tuple[str, float, float], dict]:
     for _, r in runs.iterrows():
         if "edge_B_q4" not in str(r["experiments"]).split(";") or r["label"] not in METHODS:
             continue
-        key = (r["label"], float(json.loads(r["hparams"])["rho"]), float(r["lr"]))
-        c = out.setdefault(key, {"acc": [], "diverged": 0, "seeds": 0})
-        c["seeds"] += 1
-        if r["status"] == "completed" and math.isfinite(float(r["last10_acc"])):
-            c["acc"].append(float(r["last10_acc"]))
-        else:
-            c["diverged"] += 1
+        add_seed(out, (r["label"], float(json.loads(r["hparams"])["rho"]), float(r["lr"])), r)
     return out
 
 

@@ -32,13 +32,18 @@ def stage_cells(runs, pattern: re.Pattern, methods) -> dict[tuple[str, str, str]
             m = pattern.match(exp)
             if m is None or r["label"] not in methods:
                 continue
-            c = out.setdefault((r["label"], m.group(1), m.group(2)), {"acc": [], "diverged": 0, "seeds": 0})
-            c["seeds"] += 1
-            if r["status"] == "completed" and math.isfinite(float(r["last10_acc"])):
-                c["acc"].append(float(r["last10_acc"]))
-            else:
-                c["diverged"] += 1
+            add_seed(out, (r["label"], m.group(1), m.group(2)), r)
     return out
+
+
+def add_seed(cells: dict, key, r) -> None:
+    """Count one runs.csv row `r` as a seed of cells[key] ({acc: [% per completed seed], diverged: n, seeds: n})."""
+    c = cells.setdefault(key, {"acc": [], "diverged": 0, "seeds": 0})
+    c["seeds"] += 1
+    if r["status"] == "completed" and math.isfinite(float(r["last10_acc"])):
+        c["acc"].append(float(r["last10_acc"]))
+    else:
+        c["diverged"] += 1
 
 
 def reading_cells(runs) -> dict[tuple[str, str, str], dict]:
