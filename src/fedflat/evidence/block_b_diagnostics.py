@@ -3,7 +3,7 @@ from the committed evidence by the rules config/papers/tuning/fedsynsam_fmnist_v
 They select nothing: the catalog keeps its settings whatever they show.
 
 readings_B: FedGAMMA and FedLESAM-D at the catalog's radius and lr under each reading of their second uplink vector,
-Q4 (standing for the Q columns) and Top-k 0.25 (for the Top-k ones). The reading is a measured cause for a (method,
+Q4 (standing for the Q columns), Top-k 0.1 and Top-k 0.25. The reading is a measured cause for a (method,
 family) when raw or error_feedback scores within 2 points of the paper's cell or above it while compress (the
 catalog's reading) lies more than 2 below; where no reading comes within 2 points, the reading is measured not to be
 the whole cause.
@@ -18,10 +18,10 @@ import re
 from .readings import READINGS, SEEDS, STUDY, TOLERANCE, add_seed, cell_mean, fmt_cell, published_cells, stage_cells
 
 METHODS = ("FedGAMMA", "FedLESAM-D")
-FAMILIES = {"q4": "Q4", "k25": "Top-k 0.25"}
-PAPER_COLUMN = {"q4": 0, "k25": 3}  # the family's column in table2_B_fmnist
+FAMILIES = {"q4": "Q4", "k10": "Top-k 0.1", "k25": "Top-k 0.25"}
+PAPER_COLUMN = {"q4": 0, "k10": 2, "k25": 3}  # the column in table2_B_fmnist
 CATALOG_TABLE = "table2_B_fmnist"
-_READINGS = re.compile(r"^readB_(q4|k25)_(compress|raw|error_feedback)$")
+_READINGS = re.compile(r"^readB_(q4|k10|k25)_(compress|raw|error_feedback)$")
 # edge_B_q4's settings: (method, rho, lr) -> which candidate it is; the catalog's setting first
 EDGE = {"FedGAMMA": ((0.5, 0.01, "the catalog's setting"), (0.1, 0.01, "radius 0.1")),
         "FedLESAM-D": ((0.001, 0.01, "the catalog's setting"), (0.001, 0.001, "lr 0.001"))}
