@@ -4,7 +4,8 @@
   pages [--check]                  re-render the result pages from the committed evidence (or check for drift)
   trace STUDY TABLE ROW COLUMN     the runs behind one table cell (run ids, seeds, settings, commit)
   stage-e BLOCK                    FedSynSAM's lr grids of a Table II block (A, B, C) that the catalog follows: the
-                                   rule's pick, the catalog's lr, and the lr stage E must run next"""
+                                   rule's pick, the catalog's lr, and the lr stage E must run next
+  lr-sources BLOCK                 the FedSynSAM settings file's lr entries of block B or C, from the evidence"""
 from __future__ import annotations
 
 import argparse
@@ -29,6 +30,8 @@ def main(argv=None) -> int:
         tr.add_argument(k)
     se = sub.add_parser("stage-e", help="the lr each FedSynSAM grid of a block needs next (stage E)")
     se.add_argument("block", choices=("A", "B", "C"))
+    ls = sub.add_parser("lr-sources", help="the settings file's lr entries of a block, from the evidence")
+    ls.add_argument("block", choices=("B", "C"))
     a = ap.parse_args(argv)
     try:
         if a.cmd == "export":
@@ -54,6 +57,10 @@ def main(argv=None) -> int:
             from .lrpicks import stage_e_report
 
             print(stage_e_report(a.block))
+        elif a.cmd == "lr-sources":
+            from .lrsources import report
+
+            print(report(a.block))
         else:
             from .trace import render
 
