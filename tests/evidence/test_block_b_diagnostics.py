@@ -64,6 +64,6 @@ def test_the_edge_setting_is_a_cause_only_when_it_closes_the_shortfall():
     cells = edge_cells(_edge_runs(lambda m, rho, lr: {(0.5, 0.01): 14.0, (0.1, 0.01): 82.0,
                                                       (0.001, 0.01): 24.0, (0.001, 0.001): 70.0}[(rho, lr)]))
     assert edge_verdict(cells, "FedGAMMA", 83.34) == "measured: radius 0.1 closes the shortfall"
-    assert edge_verdict(cells, "FedLESAM-D", 79.63).startswith("measured: lr 0.001 is not the cause")
+    assert edge_verdict(cells, "FedLESAM-D", 79.63).startswith("measured: lr 0.001 does not close the shortfall")
     assert edge_verdict(cells, "FedLESAM-D", 25.0).startswith("no shortfall")
     assert edge_verdict(edge_cells(_edge_runs(lambda *a: 80.0).iloc[:3]), "FedGAMMA", 83.34) == "waits for its runs"

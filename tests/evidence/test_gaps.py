@@ -80,3 +80,12 @@ def test_the_drift_check_fails_for_a_gap_without_a_cause(tmp_path):
     _, gaps = load_causes(ctx.config("papers/gaps/fedsynsam.yaml"))
     rows = gap_rows(ctx.atlas("fedsynsam"), [g for g in gaps if g["target"] != "table1_hessian"])
     assert any(r["cause"] is None and r["target"] == "table1_hessian" for r in rows)
+
+
+def test_a_cause_whose_candidates_were_ruled_out_says_so(tmp_path):
+    from fedflat.evidence.gaps import VERB
+
+    f = tmp_path / "gaps.yaml"
+    f.write_text("causes: {a: {status: unexplained, says: x, anchor: y, diagnostic: z}}\ngaps: [{target: t, cause: a}]\n")
+    causes, _ = load_causes(f)
+    assert causes["a"].status == "unexplained" and VERB["unexplained"] == "Candidates ruled out"

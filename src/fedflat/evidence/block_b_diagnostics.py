@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import re
 
-from .readings import READINGS, SEEDS, STUDY, TOLERANCE, add_seed, cell_mean, fmt_cell, published_cells, stage_cells
+from .readings import (READINGS, SEEDS, STUDY, TOLERANCE, add_seed, cell_mean, coinciding, fmt_cell, published_cells,
+                       stage_cells)
 
 METHODS = ("FedGAMMA", "FedLESAM-D")
 FAMILIES = {"q4": "Q4", "k10": "Top-k 0.1", "k25": "Top-k 0.25"}
@@ -65,7 +66,7 @@ def edge_verdict(cells: dict, method: str, paper: float) -> str:
         return "no shortfall to explain: the catalog's setting lies within 2 points"
     if near(cell_mean(cand), paper):
         return f"measured: {what} closes the shortfall"
-    return f"measured: {what} is not the cause (it stays more than 2 points below)"
+    return f"measured: {what} does not close the shortfall (it stays more than 2 points below)"
 
 
 def block(ctx) -> str:
@@ -82,6 +83,11 @@ def block(ctx) -> str:
             row = [fmt_cell(cells.get((method, fam, rd))) for rd in READINGS]
             lines.append(f"| {method} | {col} | {paper:.2f} | " + " | ".join(row) + " | "
                          f"{reading_verdict(cells, method, fam, paper)} |")
+    same = coinciding(runs, _READINGS, METHODS)
+    if same:
+        lines += ["", "Readings that coincide: " + ", ".join(same) + " sent the same uplink bytes and reached the same "
+                  "accuracy under every reading wherever two are recorded for one column and seed (as in stage R): "
+                  "it sends no second vector through the compressor, so the reading cannot be its cause."]
     edge = edge_cells(runs)
     lines += ["", "| method | setting (Q4) | paper | validation | verdict |", "|---|---|---|---|---|"]
     for method, settings in EDGE.items():

@@ -2,8 +2,9 @@
 docs/reproduction.md#<paper>-gaps, rendered from the atlas's comparison (the committed evidence) and the paper's
 cause file config/papers/gaps/<paper>.yaml.
 
-A cause is `measured` (its diagnostic target's evidence shows it, rendered at the page anchor it names) or a
-`hypothesis` (named as one, with the target that would measure it). The cause file assigns causes to cells by
+A cause is `measured` (its diagnostic target's evidence shows it, rendered at the page anchor it names), a
+`hypothesis` (named as one, with the target that would measure it), or `unexplained` (the candidates its diagnostic
+measured are ruled out, and no measured candidate is left). The cause file assigns causes to cells by
 target, row labels and column groups ("*": every one). tests/evidence/test_gaps.py fails when a gap in the
 committed evidence has no cause, so a new final run that opens a gap cannot land unexplained."""
 from __future__ import annotations
@@ -12,13 +13,14 @@ from dataclasses import dataclass
 
 from .compare import ours_text, signed
 
-STATUSES = ("measured", "hypothesis")
+STATUSES = ("measured", "hypothesis", "unexplained")
+VERB = {"measured": "Measured", "hypothesis": "To be measured", "unexplained": "Candidates ruled out"}
 
 
 @dataclass(frozen=True)
 class Cause:
     name: str
-    status: str  # measured | hypothesis
+    status: str  # measured | hypothesis | unexplained
     says: str  # one sentence, no measured numbers (they live in the block the anchor points at)
     anchor: str  # docs/reproduction.md#<anchor>: where its measurement (or the plan to measure it) is rendered
     diagnostic: str  # the target that measures it
@@ -94,7 +96,8 @@ def block_for(paper: str):
         none = sum(1 for r in rows if r["cause"] is None)
         lines = [f"Gaps over 2 points in the committed evidence: {len(rows)} cells (a cell that several targets "
                  f"share counts once); with a measured cause: {count['measured']}; with a hypothesis only: "
-                 f"{count['hypothesis']}; with none: {none}.", "",
+                 f"{count['hypothesis']}; unexplained after their candidates were measured: {count['unexplained']}; "
+                 f"with none: {none}.", "",
                  "| targets | row | column | paper | ours | Δ | cause |", "|---|---|---|---|---|---|---|"]
         for r in rows:
             c = causes.get(r["cause"]) if r["cause"] else None
@@ -103,7 +106,7 @@ def block_for(paper: str):
                          f"{r['paper']:.2f} | {ours_text(r['ours'])} | {signed(r['ours'] - r['paper'])} | {why} |")
         used = [causes[n] for n in dict.fromkeys(r["cause"] for r in rows if r["cause"])]
         lines += [""] + [f"- **{c.name}** ({c.status}): {c.says}. "
-                         f"{'Measured' if c.status == 'measured' else 'To be measured'} by `{c.diagnostic}`; see "
+                         f"{VERB[c.status]} by `{c.diagnostic}`; see "
                          f"[its block](#{c.anchor})." for c in used]
         return "\n".join(lines)
     return block

@@ -51,19 +51,20 @@ def reading_cells(runs) -> dict[tuple[str, str, str], dict]:
     return stage_cells(runs, _EXPERIMENT, METHODS)
 
 
-def coinciding(runs) -> list[str]:
+def coinciding(runs, pattern: re.Pattern = _EXPERIMENT, methods=METHODS) -> list[str]:
     """The methods whose readings are one computation: wherever two or more readings of a (column, seed) are
     recorded, they sent the same uplink bytes and reached the same accuracy (the method sends no second vector
-    through the compressor, so `other_vectors` cannot act)."""
+    through the compressor, so `other_vectors` cannot act). `pattern` names a stage's experiments, as in
+    stage_cells."""
     seen: dict[tuple, set] = {}
     for _, r in runs.iterrows():
         for exp in str(r["experiments"]).split(";"):
-            m = _EXPERIMENT.match(exp)
-            if m is not None and r["label"] in METHODS:
+            m = pattern.match(exp)
+            if m is not None and r["label"] in methods:
                 seen.setdefault((r["label"], m.group(1), r["seed"]), set()).add(
                     (m.group(2), str(r["up_bytes_total"]), str(r["last10_acc"])))
     out = []
-    for method in METHODS:
+    for method in methods:
         groups = [g for (meth, _, _), g in seen.items() if meth == method and len(g) > 1]
         if groups and all(len({(b, a) for _, b, a in g}) == 1 for g in groups):
             out.append(method)
