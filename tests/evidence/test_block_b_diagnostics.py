@@ -31,6 +31,8 @@ def test_a_reading_that_closes_the_shortfall_is_the_measured_cause():
     assert reading_verdict(cells, "FedGAMMA", "q4", 83.34) == "measured: the reading (`raw` within 2 points)"
     # 81.5 lies 2.5 below a paper cell of 84: not within, so the reading is not the whole cause
     assert reading_verdict(cells, "FedGAMMA", "q4", 84.0).endswith("not the whole cause (no reading within 2 points)")
+    # a method whose readings are one computation: no reading can be its cause, whatever the scores
+    assert reading_verdict(cells, "FedGAMMA", "q4", 83.34, coincide=True).startswith("measured: not the cause")
 
 
 def test_a_score_above_the_paper_counts_and_a_catalog_reading_near_the_paper_leaves_nothing_to_explain():

@@ -33,14 +33,17 @@ def near(score: float | None, paper: float) -> bool:
     return score is not None and score >= paper - TOLERANCE
 
 
-def reading_verdict(cells: dict, method: str, family: str, paper: float) -> str:
-    """The rule's verdict for one (method, family) from stage_cells' cells."""
+def reading_verdict(cells: dict, method: str, family: str, paper: float, coincide: bool = False) -> str:
+    """The rule's verdict for one (method, family) from stage_cells' cells; `coincide`: the method's readings are
+    one computation (readings.coinciding), so none can be the cause."""
     scores = {rd: cell_mean(cells.get((method, family, rd))) for rd in READINGS}
     if any(cells.get((method, family, rd)) is None or cells[(method, family, rd)]["seeds"] < len(SEEDS)
            for rd in READINGS):
         return "waits for its runs"
     if near(scores["compress"], paper):
         return "no shortfall to explain: the catalog's reading lies within 2 points"
+    if coincide:
+        return "measured: not the cause (the readings coincide: none can act)"
     closing = [rd for rd in READINGS[1:] if near(scores[rd], paper)]
     if closing:
         return "measured: the reading (" + " and ".join(f"`{rd}`" for rd in closing) + " within 2 points)"
@@ -74,6 +77,7 @@ def block(ctx) -> str:
     runs = ctx.evidence(STUDY).runs()
     pub = published_cells(ctx, METHODS, range(4), table=CATALOG_TABLE)
     cells = stage_cells(runs, _READINGS, METHODS)
+    same = coinciding(runs, _READINGS, METHODS)
     lines = [f"Validation accuracy (%, last 10 % of rounds, mean over seeds {SEEDS[0]}-{SEEDS[-1]}; `{STUDY}`), beside "
              "the paper's block-B test accuracy. Each verdict is the rule of the tuning config's header.", "",
              "| method | column | paper | " + " | ".join(READINGS) + " | verdict |", "|---|---|---|---|---|---|---|"]
@@ -82,8 +86,7 @@ def block(ctx) -> str:
             paper = pub[method][PAPER_COLUMN[fam]]
             row = [fmt_cell(cells.get((method, fam, rd))) for rd in READINGS]
             lines.append(f"| {method} | {col} | {paper:.2f} | " + " | ".join(row) + " | "
-                         f"{reading_verdict(cells, method, fam, paper)} |")
-    same = coinciding(runs, _READINGS, METHODS)
+                         f"{reading_verdict(cells, method, fam, paper, method in same)} |")
     if same:
         lines += ["", "Readings that coincide: " + ", ".join(same) + " sent the same uplink bytes and reached the same "
                   "accuracy under every reading wherever two are recorded for one column and seed (as in stage R): "
