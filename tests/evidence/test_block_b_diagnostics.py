@@ -8,21 +8,13 @@ from fedflat.evidence.block_b_diagnostics import edge_cells, edge_verdict, readi
 from fedflat.evidence.block_b_diagnostics import _READINGS as PATTERN
 from fedflat.evidence.readings import stage_cells
 
+from .helpers import reading_rows
+
 METHODS = ("FedGAMMA", "FedLESAM-D")
 
 
 def _reading_runs(acc):
-    """runs.csv rows of readB_<family>_<reading>: acc(method, family, reading, seed) -> % or None (diverged)."""
-    rows = []
-    for m in METHODS:
-        for fam in ("q4", "k25"):
-            for rd in ("compress", "raw", "error_feedback"):
-                for seed in (0, 1):
-                    a = acc(m, fam, rd, seed)
-                    rows.append({"experiments": f"lr2_B_q4;readB_{fam}_{rd}", "label": m, "seed": seed,
-                                 "status": "completed" if a is not None else "diverged",
-                                 "last10_acc": float("nan") if a is None else a})
-    return pd.DataFrame(rows)
+    return reading_rows(acc, METHODS, ("q4", "k25"), "readB", extra="lr2_B_q4")
 
 
 def test_a_reading_that_closes_the_shortfall_is_the_measured_cause():

@@ -1,22 +1,12 @@
 """Stage R's rule (fedflat.evidence.readings): per method, the reading within 2 points of the paper in the most
 columns; ties go to compress, then raw; a cell with a diverged or missing seed is never within."""
-import pandas as pd
-
 from fedflat.evidence.readings import COLUMNS, METHODS, adopt, cell_mean, reading_cells
+
+from .helpers import reading_rows
 
 
 def _runs(acc):
-    """runs.csv rows: acc(method, column, reading, seed) -> % or None (diverged)."""
-    rows = []
-    for m in METHODS:
-        for col in COLUMNS:
-            for rd in ("compress", "raw", "error_feedback"):
-                for seed in (0, 1):
-                    a = acc(m, col, rd, seed)
-                    rows.append({"experiments": f"other;read_A_{col}_{rd}", "label": m, "seed": seed,
-                                 "status": "completed" if a is not None else "diverged",
-                                 "last10_acc": float("nan") if a is None else a})
-    return pd.DataFrame(rows)
+    return reading_rows(acc, METHODS, COLUMNS, "read_A")
 
 
 PAPER = {m: [80.0, 80.0, 80.0, 80.0] for m in METHODS}
