@@ -15,7 +15,8 @@ from typing import Callable
 from . import blocks_leaderboard as lb
 from . import blocks_reproduction as rep
 from . import blocks_studies as small
-from . import block_b_diagnostics, direction, dynafed_finetune, gaps, lrpicks, margin, ordering, readings, scope
+from . import (block_b_diagnostics, direction, dual_diagnostics, dynafed_finetune, error_feedback, gaps, lrpicks,
+               margin, ordering, readings, scope)
 from .export import EVIDENCE, FIGURES
 from .markers import replace
 from .store import Evidence, load
@@ -39,9 +40,11 @@ PAGES: dict[str, dict[str, Callable]] = {
                              "fedsynsam-fedgamma-rho": rep.study_table(readings.STUDY, "rho_A_q8_fedgamma"),
                              **{f"fedsynsam-{t.replace('_', '-')}": rep.study_table(readings.STUDY, t)
                                 for t in ("colgrid_A_q8", "colgrid_A_k10", "fgread_A_topk", "colgrid_A_q8_duals",
-                                          "rhogrid_A_k10", "colgrid_B_k10")},
+                                          "rhogrid_A_k10", "colgrid_B_k10", "rhogrid_B_k10", "efmodel_topk")},
                              "fedsynsam-block-b-diagnostics": block_b_diagnostics.block,
                              "fedsynsam-dynafed-finetune": dynafed_finetune.block,
+                             "fedsynsam-dual-diagnostics": dual_diagnostics.block,
+                             "fedsynsam-error-feedback": error_feedback.block,
                              "fedsynsam-margin": margin.block,
                              "fedsynsam-margin-lr": margin.lr_block,
                              "fedsynsam-table1-ordering": ordering.block,
