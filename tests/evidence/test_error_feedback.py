@@ -24,6 +24,7 @@ def test_error_feedback_is_the_cause_only_when_it_closes_the_shortfall():
     assert _verdict(11.0, 40.0, 65.27).startswith("measured: not the whole cause")
     assert _verdict(11.0, None, 65.27).startswith("measured: not the whole cause")  # diverged never closes
     assert _verdict(64.0, 40.0, 65.27).startswith("no shortfall to explain")
+    assert _verdict(75.0, 77.0, 66.05).startswith("no shortfall to explain")  # the catalog's runs above the paper
     assert _verdict(None, 81.0, 82.06, "FedGAMMA").startswith("measured: the sparsifier's error")
 
 

@@ -41,7 +41,7 @@ def reading_verdict(cells: dict, method: str, family: str, paper: float, coincid
            for rd in READINGS):
         return "waits for its runs"
     if near(scores["compress"], paper):
-        return "no shortfall to explain: the catalog's reading lies within 2 points"
+        return "no shortfall to explain: the catalog's reading lies within 2 points or above"
     if coincide:
         return "measured: not the cause (the readings coincide: none can act)"
     closing = [rd for rd in READINGS[1:] if near(scores[rd], paper)]
@@ -66,7 +66,7 @@ def edge_verdict(cells: dict, method: str, paper: float) -> str:
     if base is None or cand is None or min(base["seeds"], cand["seeds"]) < len(SEEDS):
         return "waits for its runs"
     if near(cell_mean(base), paper):
-        return "no shortfall to explain: the catalog's setting lies within 2 points"
+        return "no shortfall to explain: the catalog's setting lies within 2 points or above"
     if near(cell_mean(cand), paper):
         return f"measured: {what} closes the shortfall"
     return f"measured: {what} does not close the shortfall (it stays more than 2 points below)"
