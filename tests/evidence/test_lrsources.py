@@ -1,7 +1,9 @@
-"""The settings file's block-B lr entries are what the committed evidence writes (fedflat.evidence.lrsources), and a
-source names the grid, its scores, stage E's extension and the pick."""
+"""The settings file's block-B and block-C lr entries are what the committed evidence writes
+(fedflat.evidence.lrsources), and a source names the grid, its scores, stage E's extension and the pick."""
 import math
 from pathlib import Path
+
+import pytest
 
 import fedflat.plugins  # noqa: F401
 from fedflat.evidence.lrsources import report, source
@@ -15,9 +17,10 @@ def _block(text: str, block: str) -> str:
     return text[start:end]
 
 
-def test_block_b_entries_match_the_committed_evidence():
-    committed = _block((REPO / "config/papers/settings/fedsynsam.yaml").read_text(), "B")
-    assert committed == report("B", root=REPO)
+@pytest.mark.parametrize("block", ["B", "C"])
+def test_block_entries_match_the_committed_evidence(block):
+    committed = _block((REPO / "config/papers/settings/fedsynsam.yaml").read_text(), block)
+    assert committed == report(block, root=REPO)
 
 
 def test_a_source_names_the_first_grid_stage_e_and_the_pick():
