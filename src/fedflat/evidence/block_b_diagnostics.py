@@ -12,11 +12,10 @@ changed setting is a measured cause when it scores within 2 points of the paper'
 catalog's lies more than 2 below."""
 from __future__ import annotations
 
-import json
 import re
 
-from .readings import (READINGS, SEEDS, STUDY, TOLERANCE, add_seed, cell_mean, coinciding, fmt_cell, published_cells,
-                       stage_cells)
+from .readings import (READINGS, SEEDS, STUDY, cell_mean, coinciding, complete, fmt_cell, near, published_cells,
+                       setting_cells, stage_cells)
 
 METHODS = ("FedGAMMA", "FedLESAM-D")
 FAMILIES = {"q4": "Q4", "k10": "Top-k 0.1", "k25": "Top-k 0.25"}
@@ -28,17 +27,11 @@ EDGE = {"FedGAMMA": ((0.5, 0.01, "the catalog's setting"), (0.1, 0.01, "radius 0
         "FedLESAM-D": ((0.001, 0.01, "the catalog's setting"), (0.001, 0.001, "lr 0.001"))}
 
 
-def near(score: float | None, paper: float) -> bool:
-    """Within TOLERANCE of the paper's cell or above it (a diagnostic asks whether a setting closes a shortfall)."""
-    return score is not None and score >= paper - TOLERANCE
-
-
 def reading_verdict(cells: dict, method: str, family: str, paper: float, coincide: bool = False) -> str:
     """The rule's verdict for one (method, family) from stage_cells' cells; `coincide`: the method's readings are
     one computation (readings.coinciding), so none can be the cause."""
     scores = {rd: cell_mean(cells.get((method, family, rd))) for rd in READINGS}
-    if any(cells.get((method, family, rd)) is None or cells[(method, family, rd)]["seeds"] < len(SEEDS)
-           for rd in READINGS):
+    if not complete(*(cells.get((method, family, rd)) for rd in READINGS)):
         return "waits for its runs"
     if near(scores["compress"], paper):
         return "no shortfall to explain: the catalog's reading lies within 2 points or above"
@@ -51,19 +44,14 @@ def reading_verdict(cells: dict, method: str, family: str, paper: float, coincid
 
 
 def edge_cells(runs) -> dict[tuple[str, float, float], dict]:
-    """{(method, rho, lr): cell} of the edge_B_q4 experiment, cells as stage_cells builds them."""
-    out: dict = {}
-    for _, r in runs.iterrows():
-        if "edge_B_q4" not in str(r["experiments"]).split(";") or r["label"] not in METHODS:
-            continue
-        add_seed(out, (r["label"], float(json.loads(r["hparams"])["rho"]), float(r["lr"])), r)
-    return out
+    """{(method, rho, lr): cell} of the edge_B_q4 experiment."""
+    return setting_cells(runs, "edge_B_q4", METHODS)
 
 
 def edge_verdict(cells: dict, method: str, paper: float) -> str:
     (r0, l0, _), (r1, l1, what) = EDGE[method]
     base, cand = cells.get((method, r0, l0)), cells.get((method, r1, l1))
-    if base is None or cand is None or min(base["seeds"], cand["seeds"]) < len(SEEDS):
+    if not complete(base, cand):
         return "waits for its runs"
     if near(cell_mean(base), paper):
         return "no shortfall to explain: the catalog's setting lies within 2 points or above"

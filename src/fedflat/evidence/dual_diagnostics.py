@@ -10,9 +10,7 @@ rhogrid_{A,B}_k10 (candidate: the radius tuned on Top-k 0.25): measured when som
 The error-feedback diagnostic, which also covers FedGAMMA, is fedflat.evidence.error_feedback."""
 from __future__ import annotations
 
-import json
-
-from .readings import SEEDS, STUDY, TOLERANCE, add_seed, cell_mean, fmt_cell, published_cells
+from .readings import SEEDS, STUDY, TOLERANCE, cell_mean, complete, fmt_cell, published_cells, setting_cells
 
 METHODS = ("FedSMOO", "FedLESAM-D")
 Q8, TOPK10 = 1, 2  # column indices in table2_<block>_fmnist
@@ -24,16 +22,8 @@ BLOCKS = ("A", "B")
 
 
 def experiment_cells(runs, experiment: str) -> dict[tuple[str, float, float], dict]:
-    """{(method, rho, lr): cell} of one experiment's runs, cells as readings.stage_cells builds them."""
-    out: dict = {}
-    for _, r in runs.iterrows():
-        if experiment in str(r["experiments"]).split(";") and r["label"] in METHODS:
-            add_seed(out, (r["label"], float(json.loads(r["hparams"])["rho"]), float(r["lr"])), r)
-    return out
-
-
-def _complete(*cells) -> bool:
-    return all(c is not None and c["seeds"] >= len(SEEDS) for c in cells)
+    """{(method, rho, lr): cell} of one experiment's runs of FedSMOO and FedLESAM-D."""
+    return setting_cells(runs, experiment, METHODS)
 
 
 def _mean(cell) -> float:
@@ -44,7 +34,7 @@ def _mean(cell) -> float:
 
 def lr_verdict(by_lr: dict[float, dict], paper: float) -> str:
     """dual_lr_below_grid's rule on one method's Q8 grid ({lr: cell})."""
-    if not _complete(*(by_lr.get(v) for v in LR_GRID)):
+    if not complete(*(by_lr.get(v) for v in LR_GRID)):
         return "waits for its runs"
     pick, bottom = _mean(by_lr[LR_GRID[0]]), _mean(by_lr[LR_GRID[-1]])
     if pick <= paper + TOLERANCE:
@@ -56,7 +46,7 @@ def lr_verdict(by_lr: dict[float, dict], paper: float) -> str:
 
 def rho_verdict(by_rho: dict[float, dict], catalog: float, paper: float) -> str:
     """The radius candidate's rule on one method's Top-k 0.1 radius grid ({rho: cell})."""
-    if not _complete(*(by_rho.get(v) for v in RHO_GRID)):
+    if not complete(*(by_rho.get(v) for v in RHO_GRID)):
         return "waits for its runs"
     if abs(_mean(by_rho[catalog]) - paper) <= TOLERANCE:
         return "no gap to explain: the catalog's radius lies within 2 points"

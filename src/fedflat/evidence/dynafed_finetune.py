@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from .readings import SEEDS, STUDY, TOLERANCE, add_seed, cell_mean, fmt_cell, published_cells
+from .readings import SEEDS, STUDY, TOLERANCE, add_seed, cell_mean, complete, fmt_cell, published_cells
 
 GRID = (0.00025, 0.001, 0.003, 0.01)  # the catalog's value (DynaFed's scripts) first
 BLOCKS = ("A", "B")
@@ -23,7 +23,7 @@ def grid_cells(runs, block: str) -> dict[float, dict]:
 
 
 def verdict(cells: dict[float, dict], paper: float) -> str:
-    if any(cells.get(v) is None or cells[v]["seeds"] < len(SEEDS) for v in GRID):
+    if not complete(*(cells.get(v) for v in GRID)):
         return "waits for its runs"
     base = cell_mean(cells[GRID[0]])
     if base is not None and base <= paper + TOLERANCE:

@@ -6,8 +6,7 @@ on every uplink vector (`on`) scores within 2 points of the paper's cell or abov
 lie more than 2 below; where `on` stays more than 2 below, it is measured not to be the whole cause."""
 from __future__ import annotations
 
-from .block_b_diagnostics import near
-from .readings import SEEDS, STUDY, add_seed, cell_mean, fmt_cell, published_cells
+from .readings import SEEDS, STUDY, add_seed, cell_mean, complete, fmt_cell, near, published_cells
 
 METHODS = ("FedLESAM-D", "FedGAMMA")
 BLOCKS = ("A", "B")
@@ -27,7 +26,7 @@ def pair_cells(runs, block: str, column: str) -> dict[tuple[str, str], dict]:
 
 
 def verdict(off: dict | None, on: dict | None, paper: float) -> str:
-    if any(c is None or c["seeds"] < len(SEEDS) for c in (off, on)):
+    if not complete(off, on):
         return "waits for its runs"
     if near(cell_mean(off), paper):
         return "no shortfall to explain: the catalog's runs lie within 2 points or above"

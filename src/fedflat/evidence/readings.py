@@ -10,6 +10,7 @@ most of the four Fashion-MNIST columns; ties: compress, then raw. A cell with a 
 within. The adoption waits until every run of the stage is recorded."""
 from __future__ import annotations
 
+import json
 import math
 import re
 
@@ -69,6 +70,25 @@ def coinciding(runs, pattern: re.Pattern = _EXPERIMENT, methods=METHODS) -> list
         if groups and all(len({(b, a) for _, b, a in g}) == 1 for g in groups):
             out.append(method)
     return out
+
+
+def setting_cells(runs, experiment: str, methods) -> dict[tuple[str, float, float], dict]:
+    """{(method, rho, lr): cell} of one experiment's runs of `methods`, cells as stage_cells builds them."""
+    out: dict = {}
+    for _, r in runs.iterrows():
+        if experiment in str(r["experiments"]).split(";") and r["label"] in methods:
+            add_seed(out, (r["label"], float(json.loads(r["hparams"])["rho"]), float(r["lr"])), r)
+    return out
+
+
+def complete(*cells) -> bool:
+    """Every cell recorded for every seed (diverged seeds count as recorded)."""
+    return all(c is not None and c["seeds"] >= len(SEEDS) for c in cells)
+
+
+def near(score: float | None, paper: float) -> bool:
+    """Within TOLERANCE of the paper's cell or above it (a diagnostic asks whether a setting closes a shortfall)."""
+    return score is not None and score >= paper - TOLERANCE
 
 
 def cell_mean(cell: dict | None) -> float | None:
