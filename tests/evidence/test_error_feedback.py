@@ -1,4 +1,4 @@
-"""The error-feedback diagnostic (fedflat.evidence.error_feedback): the sparsifier's error is a cause only where
+"""The error-feedback diagnostic (fedflat.evidence.error_feedback): the compressor's error is a cause only where
 error feedback closes a shortfall of the catalog's runs, and each pair reads only its own block's and column's runs."""
 import pandas as pd
 
@@ -19,13 +19,13 @@ def _verdict(off, on, paper, method="FedLESAM-D"):
 
 
 def test_error_feedback_is_the_cause_only_when_it_closes_the_shortfall():
-    assert _verdict(11.0, 64.0, 65.27).startswith("measured: the sparsifier's error")
-    assert _verdict(11.0, 76.0, 65.27).startswith("measured: the sparsifier's error")  # above the paper closes too
+    assert _verdict(11.0, 64.0, 65.27).startswith("measured: the compressor's error")
+    assert _verdict(11.0, 76.0, 65.27).startswith("measured: the compressor's error")  # above the paper closes too
     assert _verdict(11.0, 40.0, 65.27).startswith("measured: not the whole cause")
     assert _verdict(11.0, None, 65.27).startswith("measured: not the whole cause")  # diverged never closes
     assert _verdict(64.0, 40.0, 65.27).startswith("no shortfall to explain")
     assert _verdict(75.0, 77.0, 66.05).startswith("no shortfall to explain")  # the catalog's runs above the paper
-    assert _verdict(None, 81.0, 82.06, "FedGAMMA").startswith("measured: the sparsifier's error")
+    assert _verdict(None, 81.0, 82.06, "FedGAMMA").startswith("measured: the compressor's error")
 
 
 def test_pairs_read_only_their_block_and_column_and_wait_for_both_seeds():
@@ -33,3 +33,12 @@ def test_pairs_read_only_their_block_and_column_and_wait_for_both_seeds():
     assert pair_cells(runs, "A", "k25") == {} and pair_cells(runs, "B", "k10") == {}
     cells = pair_cells(runs.iloc[:-1], "B", "k25")
     assert verdict(cells[("FedGAMMA", "off")], cells[("FedGAMMA", "on")], 81.78) == "waits for its runs"
+
+
+def test_block_c_measures_its_q4_column_and_reads_only_its_own_runs():
+    from fedflat.evidence.error_feedback import PAIRS
+    assert PAIRS["C"] == ("q4", "k10", "k25") and "q4" not in PAIRS["A"] + PAIRS["B"]
+    runs = _runs({("FedGAMMA", "off"): 18.0, ("FedGAMMA", "on"): 79.0}, block="C", column="q4")
+    assert pair_cells(runs, "B", "q4") == {}
+    cells = pair_cells(runs, "C", "q4")
+    assert verdict(cells[("FedGAMMA", "off")], cells[("FedGAMMA", "on")], 79.96).startswith("measured: the compressor")

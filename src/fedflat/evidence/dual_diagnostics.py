@@ -5,7 +5,7 @@ config/papers/tuning/fedsynsam_fmnist_v2.yaml fixed before their runs. They sele
 colgrid_A_q8_duals (hypothesis dual_lr_below_grid, Q8): the lr below VI-A's grid explains a Q8 cell above the paper's
 when the method's Q8 validation score at lr 0.01 (the grid's bottom) lies at most 2 points above the paper's cell and
 at lr 0.001 (stage E's pick) more than 2 above.
-rhogrid_{A,B}_k10 (candidate: the radius tuned on Top-k 0.25): measured when some radius of VI-A's grid brings the Top-k
+rhogrid_{A,B,C}_k10 (candidate: the radius tuned on Top-k 0.25): measured when some radius of VI-A's grid brings the Top-k
 0.1 validation score within 2 points of the paper's cell while the catalog's radius does not.
 The error-feedback diagnostic, which also covers FedGAMMA, is fedflat.evidence.error_feedback."""
 from __future__ import annotations
@@ -17,8 +17,8 @@ Q8, TOPK10 = 1, 2  # column indices in table2_<block>_fmnist
 LR_GRID = (0.001, 0.003, 0.01)  # colgrid_A_q8_duals: stage E's pick first, VI-A's bottom last
 RHO_GRID = (0.001, 0.01, 0.05, 0.1, 0.5)
 # radius grids: (block, method) -> the catalog's Top-k radius
-RHO_GRIDS = {("A", "FedSMOO"): 0.5, ("A", "FedLESAM-D"): 0.01, ("B", "FedSMOO"): 0.5}
-BLOCKS = ("A", "B")
+RHO_GRIDS = {("A", "FedSMOO"): 0.5, ("A", "FedLESAM-D"): 0.01, ("B", "FedSMOO"): 0.5, ("C", "FedSMOO"): 0.5}
+BLOCKS = ("A", "B", "C")
 
 
 def experiment_cells(runs, experiment: str) -> dict[tuple[str, float, float], dict]:
@@ -71,7 +71,7 @@ def block(ctx) -> str:
         paper = pub["A"][method][Q8]
         lines.append(f"| {method} | {paper:.2f} | " + " | ".join(fmt_cell(by_lr.get(v)) for v in LR_GRID)
                      + f" | {lr_verdict(by_lr, paper)} |")
-    lines += ["", "Top-k 0.1, radius grid at the catalog's Top-k lr and reading (`rhogrid_A_k10`, `rhogrid_B_k10`):", "",
+    lines += ["", "Top-k 0.1, radius grid at the catalog's Top-k lr and reading (`rhogrid_A_k10`, `rhogrid_B_k10`, `rhogrid_C_k10`):", "",
               "| block | method | paper | " + " | ".join(f"ρ {v:g}" for v in RHO_GRID) + " | catalog's ρ | verdict |",
               "|---|---|---|" + "---|" * len(RHO_GRID) + "---|---|"]
     for (blk, method), catalog in RHO_GRIDS.items():

@@ -1,4 +1,4 @@
-"""Diagnostic dyna_A_q4 / dyna_B_q4 of FedSynSAM's second tuning protocol (issue 25): does DynaFed's unstated server
+"""Diagnostic dyna_{A,B,C}_q4 of FedSynSAM's second tuning protocol (issue 25): does DynaFed's unstated server
 fine-tuning strength put it where the paper does? Decided from the committed evidence by the rule
 config/papers/tuning/fedsynsam_fmnist_v2.yaml fixed before the runs (no selection): the fine-tuning strength is a
 measured cause for a block when some Adam lr of the grid brings DynaFed's validation score within 2 points of the
@@ -10,7 +10,7 @@ import json
 from .readings import SEEDS, STUDY, TOLERANCE, add_seed, cell_mean, complete, fmt_cell, published_cells
 
 GRID = (0.00025, 0.001, 0.003, 0.01)  # the catalog's value (DynaFed's scripts) first
-BLOCKS = ("A", "B")
+BLOCKS = ("A", "B", "C")
 
 
 def grid_cells(runs, block: str) -> dict[float, dict]:

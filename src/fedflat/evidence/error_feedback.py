@@ -1,6 +1,6 @@
-"""Diagnostic efmodel_topk of FedSynSAM's second tuning protocol (issue 25): does the sparsifier's error, left to
-accumulate by the catalog's reading (no error feedback; Sec. VI-A states none), keep FedLESAM-D and FedGAMMA below the
-paper's Top-k cells? Decided from the committed evidence by the rule config/papers/tuning/fedsynsam_fmnist_v2.yaml
+"""Diagnostics efmodel_topk and efmodel_q4 of FedSynSAM's second tuning protocol (issue 25): does the compressor's
+error, left to accumulate by the catalog's reading (no error feedback; Sec. VI-A states none), keep FedLESAM-D and
+FedGAMMA below the paper's Top-k cells (blocks A, B, C) and block C's Q4 cells? Decided from the committed evidence by the rule config/papers/tuning/fedsynsam_fmnist_v2.yaml
 fixed before the runs (no selection): the error is a measured cause for a (method, block, column) when error feedback
 on every uplink vector (`on`) scores within 2 points of the paper's cell or above it while the catalog's runs (`off`)
 lie more than 2 below; where `on` stays more than 2 below, it is measured not to be the whole cause."""
@@ -9,8 +9,8 @@ from __future__ import annotations
 from .readings import SEEDS, STUDY, add_seed, cell_mean, complete, fmt_cell, near, published_cells
 
 METHODS = ("FedLESAM-D", "FedGAMMA")
-BLOCKS = ("A", "B")
-COLUMNS = {"k10": ("Top-k 0.1", 2), "k25": ("Top-k 0.25", 3)}  # key -> (label, column index in table2_<block>_fmnist)
+COLUMNS = {"q4": ("Q4", 0), "k10": ("Top-k 0.1", 2), "k25": ("Top-k 0.25", 3)}  # key -> (label, index in table2_<block>_fmnist)
+PAIRS = {"A": ("k10", "k25"), "B": ("k10", "k25"), "C": ("q4", "k10", "k25")}  # block -> the columns measured
 
 
 def pair_cells(runs, block: str, column: str) -> dict[tuple[str, str], dict]:
@@ -31,7 +31,7 @@ def verdict(off: dict | None, on: dict | None, paper: float) -> str:
     if near(cell_mean(off), paper):
         return "no shortfall to explain: the catalog's runs lie within 2 points or above"
     if near(cell_mean(on), paper):
-        return "measured: the sparsifier's error (error feedback closes the shortfall)"
+        return "measured: the compressor's error (error feedback closes the shortfall)"
     return "measured: not the whole cause (with error feedback still more than 2 points below)"
 
 
@@ -43,9 +43,10 @@ def block(ctx) -> str:
              "| method | block | column | paper | without | with error feedback | verdict |",
              "|---|---|---|---|---|---|---|"]
     for method in METHODS:
-        for blk in BLOCKS:
+        for blk, keys in PAIRS.items():
             pub = published_cells(ctx, (method,), range(4), table=f"table2_{blk}_fmnist")[method]
-            for key, (label, col) in COLUMNS.items():
+            for key in keys:
+                label, col = COLUMNS[key]
                 cells = pair_cells(runs, blk, key)
                 off, on = cells.get((method, "off")), cells.get((method, "on"))
                 lines.append(f"| {method} | {blk} | {label} | {pub[col]:.2f} | {fmt_cell(off)} | {fmt_cell(on)} | "

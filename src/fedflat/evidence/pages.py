@@ -15,7 +15,7 @@ from typing import Callable
 from . import blocks_leaderboard as lb
 from . import blocks_reproduction as rep
 from . import blocks_studies as small
-from . import (block_b_diagnostics, direction, dual_diagnostics, dynafed_finetune, error_feedback, gaps, lrpicks,
+from . import (block_diagnostics, direction, dual_diagnostics, dynafed_finetune, error_feedback, gaps, lrpicks,
                margin, ordering, readings, scope)
 from .export import EVIDENCE, FIGURES
 from .markers import replace
@@ -40,8 +40,10 @@ PAGES: dict[str, dict[str, Callable]] = {
                              "fedsynsam-fedgamma-rho": rep.study_table(readings.STUDY, "rho_A_q8_fedgamma"),
                              **{f"fedsynsam-{t.replace('_', '-')}": rep.study_table(readings.STUDY, t)
                                 for t in ("colgrid_A_q8", "colgrid_A_k10", "fgread_A_topk", "colgrid_A_q8_duals",
-                                          "rhogrid_A_k10", "colgrid_B_k10", "rhogrid_B_k10", "efmodel_topk")},
-                             "fedsynsam-block-b-diagnostics": block_b_diagnostics.block,
+                                          "rhogrid_A_k10", "colgrid_B_k10", "rhogrid_B_k10", "efmodel_topk",
+                                          "rhogrid_C_k10", "edge_C_q4", "dyna_C_q4", "efmodel_q4")},
+                             "fedsynsam-block-b-diagnostics": block_diagnostics.block,
+                             "fedsynsam-block-c-diagnostics": block_diagnostics.block_c,
                              "fedsynsam-dynafed-finetune": dynafed_finetune.block,
                              "fedsynsam-dual-diagnostics": dual_diagnostics.block,
                              "fedsynsam-error-feedback": error_feedback.block,

@@ -1,5 +1,6 @@
-"""Block B's diagnostics of FedSynSAM's second tuning protocol (issue 25): `readings_B` and `edge_B_q4`, decided
-from the committed evidence by the rules config/papers/tuning/fedsynsam_fmnist_v2.yaml fixed before their runs.
+"""The diagnostics of blocks B and C in FedSynSAM's second tuning protocol (issue 25): `readings_B` and
+`edge_{B,C}_q4`, decided from the committed evidence by the rules config/papers/tuning/fedsynsam_fmnist_v2.yaml fixed
+before their runs.
 They select nothing: the catalog keeps its settings whatever they show.
 
 readings_B: FedGAMMA and FedLESAM-D at the catalog's radius and lr under each reading of their second uplink vector,
@@ -7,8 +8,8 @@ Q4 (standing for the Q columns), Top-k 0.1 and Top-k 0.25. The reading is a meas
 family) when raw or error_feedback scores within 2 points of the paper's cell or above it while compress (the
 catalog's reading) lies more than 2 below; where no reading comes within 2 points, the reading is measured not to be
 the whole cause.
-edge_B_q4: one setting per method beside the catalog's, Q4 (FedGAMMA at radius 0.1, FedLESAM-D at lr 0.001). The
-changed setting is a measured cause when it scores within 2 points of the paper's Q4 cell or above while the
+edge_<block>_q4: one setting per method beside the catalog's, Q4 (block B: FedGAMMA at radius 0.1, FedLESAM-D at lr
+0.001; block C: FedGAMMA at radius 0.1). The changed setting is a measured cause when it scores within 2 points of the paper's Q4 cell or above while the
 catalog's lies more than 2 below."""
 from __future__ import annotations
 
@@ -22,9 +23,10 @@ FAMILIES = {"q4": "Q4", "k10": "Top-k 0.1", "k25": "Top-k 0.25"}
 PAPER_COLUMN = {"q4": 0, "k10": 2, "k25": 3}  # the column in table2_B_fmnist
 CATALOG_TABLE = "table2_B_fmnist"
 _READINGS = re.compile(r"^readB_(q4|k10|k25)_(compress|raw|error_feedback)$")
-# edge_B_q4's settings: (method, rho, lr) -> which candidate it is; the catalog's setting first
-EDGE = {"FedGAMMA": ((0.5, 0.01, "the catalog's setting"), (0.1, 0.01, "radius 0.1")),
-        "FedLESAM-D": ((0.001, 0.01, "the catalog's setting"), (0.001, 0.001, "lr 0.001"))}
+# edge_<block>_q4's settings: block -> method -> ((rho, lr, which candidate it is), ...); the catalog's setting first
+EDGES = {"B": {"FedGAMMA": ((0.5, 0.01, "the catalog's setting"), (0.1, 0.01, "radius 0.1")),
+               "FedLESAM-D": ((0.001, 0.01, "the catalog's setting"), (0.001, 0.001, "lr 0.001"))},
+         "C": {"FedGAMMA": ((0.5, 0.003, "the catalog's setting"), (0.1, 0.003, "radius 0.1"))}}
 
 
 def reading_verdict(cells: dict, method: str, family: str, paper: float, coincide: bool = False) -> str:
@@ -43,13 +45,13 @@ def reading_verdict(cells: dict, method: str, family: str, paper: float, coincid
     return "measured: not the whole cause (no reading within 2 points)"
 
 
-def edge_cells(runs) -> dict[tuple[str, float, float], dict]:
-    """{(method, rho, lr): cell} of the edge_B_q4 experiment."""
-    return setting_cells(runs, "edge_B_q4", METHODS)
+def edge_cells(runs, blk: str = "B") -> dict[tuple[str, float, float], dict]:
+    """{(method, rho, lr): cell} of the edge_<blk>_q4 experiment."""
+    return setting_cells(runs, f"edge_{blk}_q4", METHODS)
 
 
-def edge_verdict(cells: dict, method: str, paper: float) -> str:
-    (r0, l0, _), (r1, l1, what) = EDGE[method]
+def edge_verdict(cells: dict, method: str, paper: float, blk: str = "B") -> str:
+    (r0, l0, _), (r1, l1, what) = EDGES[blk][method]
     base, cand = cells.get((method, r0, l0)), cells.get((method, r1, l1))
     if not complete(base, cand):
         return "waits for its runs"
@@ -79,12 +81,26 @@ def block(ctx) -> str:
         lines += ["", "Readings that coincide: " + ", ".join(same) + " sent the same uplink bytes and reached the same "
                   "accuracy under every reading wherever two are recorded for one column and seed (as in stage R): "
                   "it sends no second vector through the compressor, so the reading cannot be its cause."]
-    edge = edge_cells(runs)
-    lines += ["", "| method | setting (Q4) | paper | validation | verdict |", "|---|---|---|---|---|"]
-    for method, settings in EDGE.items():
-        paper = pub[method][PAPER_COLUMN["q4"]]
+    return "\n".join(lines + ["", edge_table(ctx, runs, "B")])
+
+
+def edge_table(ctx, runs, blk: str) -> str:
+    """edge_<blk>_q4's settings beside the paper's Q4 cell, with the rule's verdict."""
+    pub = published_cells(ctx, tuple(EDGES[blk]), (PAPER_COLUMN["q4"],), table=f"table2_{blk}_fmnist")
+    edge = edge_cells(runs, blk)
+    lines = ["| method | setting (Q4) | paper | validation | verdict |", "|---|---|---|---|---|"]
+    for method, settings in EDGES[blk].items():
+        paper = pub[method][0]
         for i, (rho, lr, what) in enumerate(settings):
-            verdict = edge_verdict(edge, method, paper) if i else ""
+            verdict = edge_verdict(edge, method, paper, blk) if i else ""
             lines.append(f"| {method} | {what}: ρ {rho:g}, lr {lr:g} | {paper:.2f} | "
                          f"{fmt_cell(edge.get((method, rho, lr)))} | {verdict} |")
     return "\n".join(lines)
+
+
+def block_c(ctx) -> str:
+    """Block C's edge setting (`edge_C_q4`) beside the paper's block-C Q4 cell."""
+    runs = ctx.evidence(STUDY).runs()
+    return (f"Validation accuracy (%, last 10 % of rounds, mean over seeds {SEEDS[0]}-{SEEDS[-1]}; `{STUDY}`), beside "
+            "the paper's block-C test accuracy. The verdict is the rule of the tuning config's header.\n\n"
+            + edge_table(ctx, runs, "C"))

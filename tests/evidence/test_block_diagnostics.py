@@ -1,11 +1,11 @@
-"""Block B's diagnostic rules (fedflat.evidence.block_b_diagnostics): a reading or setting is a measured cause when it
+"""The diagnostic rules of blocks B and C (fedflat.evidence.block_diagnostics): a reading or setting is a measured cause when it
 comes within 2 points of the paper's cell (or above) while the catalog's lies more than 2 below."""
 import json
 
 import pandas as pd
 
-from fedflat.evidence.block_b_diagnostics import edge_cells, edge_verdict, reading_verdict
-from fedflat.evidence.block_b_diagnostics import _READINGS as PATTERN
+from fedflat.evidence.block_diagnostics import edge_cells, edge_verdict, reading_verdict
+from fedflat.evidence.block_diagnostics import _READINGS as PATTERN
 from fedflat.evidence.readings import stage_cells
 
 from .helpers import reading_rows
@@ -61,3 +61,14 @@ def test_the_edge_setting_is_a_cause_only_when_it_closes_the_shortfall():
     assert edge_verdict(cells, "FedLESAM-D", 79.63).startswith("measured: lr 0.001 does not close the shortfall")
     assert edge_verdict(cells, "FedLESAM-D", 25.0).startswith("no shortfall")
     assert edge_verdict(edge_cells(_edge_runs(lambda *a: 80.0).iloc[:3]), "FedGAMMA", 83.34) == "waits for its runs"
+
+
+def test_block_c_edge_reads_its_own_experiment_at_its_own_lr():
+    runs = _edge_runs(lambda m, rho, lr: 14.0)
+    assert edge_cells(runs, "C") == {}  # block B's runs are not block C's
+    rows = pd.DataFrame([{"experiments": "edge_C_q4", "label": "FedGAMMA", "seed": s, "status": "completed",
+                          "hparams": json.dumps({"rho": rho}), "lr": 0.003, "last10_acc": acc}
+                         for rho, acc in ((0.5, 18.0), (0.1, 79.0)) for s in (0, 1)])
+    cells = edge_cells(rows, "C")
+    assert edge_verdict(cells, "FedGAMMA", 79.96, "C") == "measured: radius 0.1 closes the shortfall"
+    assert edge_verdict(cells, "FedGAMMA", 82.5, "C").startswith("measured: radius 0.1 does not close")
