@@ -16,13 +16,13 @@ def _count_meta(name, shape, k, **kw):
 
 
 @pytest.mark.parametrize("name,shape,k,kw,expected", [
-    # FedSAGD Table 5 CNN = FedNSAM/FedTOGA LeNet-5: 4864 + 102464 + 614784 + 73920 + 1930 (note 001 §7.4)
+    # FedSAGD Table 5 CNN = FedNSAM/FedTOGA LeNet-5: 4864 + 102464 + 614784 + 73920 + 1930 (FedSAGD Table 5)
     ("lenet5", (3, 32, 32), 10, {}, 797_962),
     ("cnn_feddyn", (3, 32, 32), 100, {}, 797_962 - 1930 + 192 * 100 + 100),
-    # FedSOL FedAvg CNN: 2432 + 51264 + 4096*512+512 + 5130 ("~2.2M", note 002)
+    # FedSOL FedAvg CNN: 2432 + 51264 + 4096*512+512 + 5130 ("~2.2M", FedSOL Sec. 4.1)
     ("cnn_fedavg", (3, 32, 32), 10, {}, 2_156_490),
     ("cnn_fedavg", (1, 28, 28), 10, {"gray_to_rgb": True}, 2432 + 51264 + 3136 * 512 + 512 + 5130),
-    # FedSynSAM ConvNet-3: 3584 + 147584 + 147584 + 768 + 20490 (note 003 §6.2)
+    # FedSynSAM ConvNet-3: 3584 + 147584 + 147584 + 768 + 20490 (DynaFed's ConvNet, FedSynSAM Sec. VI-A)
     ("convnet_synsam", (3, 32, 32), 10, {}, 320_010),
     ("mlp2", (1, 28, 28), 10, {}, 784 * 200 + 200 + 200 * 200 + 200 + 2010),
     # the record: ImageNet stem + GroupNorm(2) + 10 classes

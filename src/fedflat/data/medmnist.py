@@ -3,8 +3,8 @@
   <root>/medmnist/pathmnist.npz, <root>/medmnist/tissuemnist.npz
   keys: {train,val,test}_images (N,28,28[,3]) uint8, {train,val,test}_labels (N,1)
 
-FedSOL trains on train+val concatenated (PathMNIST 100,000; TissueMNIST 189,106; note 002,
-ambiguity 11) and tests on `test`; the `-trainonly` variants keep MedMNIST's train split alone.
+FedSOL trains on train+val concatenated (PathMNIST 100,000; TissueMNIST 189,106; FedSOL App. B.2
+prints 110,000 for PathMNIST, which train+val does not give) and tests on `test`; the `-trainonly` variants keep MedMNIST's train split alone.
 md5 sums are MedMNIST v2's published ones (medmnist/info.py); `download: true` fetches from
 Zenodo through torchvision's `download_url`, which checks the same md5.
 """
@@ -66,7 +66,7 @@ def _decoder(name: str, with_val: bool):
 
 
 for _name, (_k, _md5, _url) in MEDMNIST.items():
-    # FedSOL: RandomHorizontalFlip + Normalize(0.5, 0.5) (note 002 dataset table)
+    # FedSOL: RandomHorizontalFlip + Normalize(0.5, 0.5) (FedSOL App. B.2)
     _c = 3 if _name == "pathmnist" else 1
     register_image_dataset(_name, _k, _decoder(_name, True), (0.5,) * _c, (0.5,) * _c, "flip",
                            {"plain": "plain"}, f"MedMNIST v2 {_name}, train+val / test")

@@ -17,7 +17,7 @@ lines. A client is (play, ROLE). A role's speeches are joined with spaces, white
 collapsed (LEAF's preprocessing), and every 80-character window is an input whose label is the
 next character. Characters outside LEAF's 80-symbol vocabulary map to the space symbol.
 
-Split and size (FedDyn / FedSAGD, note 001 §7.1/7.3): per role, windows over the first 5/6 of its
+Split and size (FedDyn / FedSAGD §5.1, App. A.1, Table 7): per role, windows over the first 5/6 of its
 text are train and over the last 1/6 test (no test label leaks into a train window; the 5:1 ratio
 is FedDyn's 2000:400 crop); roles with at least TRAIN_PER_CLIENT train and TEST_PER_CLIENT test
 windows are eligible; NUM_CLIENTS of them are drawn with seed 0 and each keeps a seed-0 random

@@ -119,7 +119,7 @@ def _cifar_decoder(dataset: str, folder: str, train: list[str], test: list[str],
     return decoder
 
 
-# FedNSAM's statistics (CIFAR-10's, also used for CIFAR-100: note 000 "Augmentation").
+# FedNSAM's statistics (CIFAR-10's, also used for CIFAR-100: FedNSAM's code; the paper states no augmentation).
 CIFAR_MEAN, CIFAR_STD = (0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010)
 _IMAGE_VARIANTS = {"plain": "plain", "cutout": "crop-flip-cutout", "half": "half"}
 

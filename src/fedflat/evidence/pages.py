@@ -16,7 +16,7 @@ from . import blocks_leaderboard as lb
 from . import blocks_reproduction as rep
 from . import blocks_studies as small
 from . import (block_diagnostics, direction, dual_diagnostics, dynafed_finetune, error_feedback, gaps, lrpicks,
-               margin, ordering, readings, scope, topk_reading)
+               margin, ordering, reading_tests, readings, scope)
 from .export import EVIDENCE, FIGURES
 from .markers import replace
 from .store import Evidence, load
@@ -41,13 +41,14 @@ PAGES: dict[str, dict[str, Callable]] = {
                              **{f"fedsynsam-{t.replace('_', '-')}": rep.study_table(readings.STUDY, t)
                                 for t in ("colgrid_A_q8", "colgrid_A_k10", "fgread_A_topk", "colgrid_A_q8_duals",
                                           "rhogrid_A_k10", "colgrid_B_k10", "rhogrid_B_k10", "efmodel_topk",
-                                          "rhogrid_C_k10", "edge_C_q4", "dyna_C_q4", "efmodel_q4", "tkread_A")},
+                                          "rhogrid_C_k10", "edge_C_q4", "dyna_C_q4", "efmodel_q4", "tkread_A", "mlpread_A")},
                              "fedsynsam-block-b-diagnostics": block_diagnostics.block,
                              "fedsynsam-block-c-diagnostics": block_diagnostics.block_c,
                              "fedsynsam-dynafed-finetune": dynafed_finetune.block,
                              "fedsynsam-dual-diagnostics": dual_diagnostics.block,
                              "fedsynsam-error-feedback": error_feedback.block,
-                             "fedsynsam-topk-reading": topk_reading.block,
+                             "fedsynsam-topk-reading": reading_tests.TOPK.block,
+                             "fedsynsam-mlp-reading": reading_tests.MLP.block,
                              "fedsynsam-margin": margin.block,
                              "fedsynsam-margin-lr": margin.lr_block,
                              "fedsynsam-table1-ordering": ordering.block,

@@ -1,5 +1,6 @@
 """FedSynSAM's models: the dataset-distillation ConvNet-3 (CIFAR-10, CINIC-10) and a 2-layer MLP
-(Fashion-MNIST), note 003 §6.2 and ambiguities 9-10."""
+(Fashion-MNIST), FedSynSAM Sec. VI-A ("we follow [30, 41] and adopt ConvNet"; "a two-layer MLP", width not
+stated)."""
 from __future__ import annotations
 
 import math
@@ -36,7 +37,7 @@ class ConvNet(nn.Module):
 
 @MODELS.register("convnet_synsam")
 def convnet_synsam(input_shape, num_classes, width: int = 128, depth: int = 3, norm: str = "instance") -> nn.Module:
-    """320,010 parameters on 3x32x32 with 10 classes (note 003 §6.2)."""
+    """320,010 parameters on 3x32x32 with 10 classes (DynaFed's ConvNet, which Sec. VI-A follows: 3 x [conv 3x3, 128, instance norm, ReLU, avg-pool 2])."""
     from ..errors import choice_error
 
     if norm not in NORMS:
@@ -46,7 +47,8 @@ def convnet_synsam(input_shape, num_classes, width: int = 128, depth: int = 3, n
 
 @MODELS.register("mlp2")
 def mlp2(input_shape, num_classes, hidden: int = 200) -> nn.Module:
-    """784-200-200-10 (FedAvg's mnist_2NN; note 003 ambiguity 9): 199,210 parameters on 28x28."""
+    """784-200-200-10 (FedAvg's mnist_2NN, our reading of Sec. VI-A's "two-layer MLP", whose width and depth
+    are not stated; docs/reproduction.md#fedsynsam-mlp-reading): 199,210 parameters on 28x28."""
     return MLP(input_shape, num_classes, (hidden, hidden))
 
 

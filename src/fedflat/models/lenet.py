@@ -44,8 +44,8 @@ class ConvPoolNet(nn.Module):
 
 @MODELS.register("lenet5")
 def lenet5(input_shape, num_classes) -> nn.Module:
-    """conv(C->64,5x5)-ReLU-pool2 -> conv(64->64,5x5)-ReLU-pool2 -> fc 1600-384-192-C (note 000 'Models';
-    note 004 §5.5; = FedSAGD Table 5 CNN, 797,962 parameters for CIFAR-10). FedNSAM's code ends in
+    """conv(C->64,5x5)-ReLU-pool2 -> conv(64->64,5x5)-ReLU-pool2 -> fc 1600-384-192-C (FedNSAM's and
+    FedTOGA's LeNet, whose papers give no layers; = FedSAGD Table 5 CNN, 797,962 parameters for CIFAR-10). FedNSAM's code ends in
     log_softmax; logits are returned here (identical cross-entropy, see docs/datasets.md)."""
     return ConvPoolNet(input_shape, num_classes, (64, 64), (384, 192), pad=0)
 
@@ -56,6 +56,6 @@ MODELS.add("cnn_feddyn", lenet5)  # FedSAGD's name for the same network
 @MODELS.register("cnn_fedavg")
 def cnn_fedavg(input_shape, num_classes, gray_to_rgb: bool = False) -> nn.Module:
     """FedSOL's FedAvg CNN (McMahan et al.): conv(32,5x5,pad 2)-pool-conv(64,5x5,pad 2)-pool-fc512-C, no BN
-    (note 002 'FedAvgNetCIFAR'/'FedAvgNetMNIST'). `gray_to_rgb` repeats 1-channel input to 3 channels
+    (FedSOL Sec. 4.1; layers from its code's FedAvgNetCIFAR/FedAvgNetMNIST). `gray_to_rgb` repeats 1-channel input to 3 channels
     as FedSOL's code does for MNIST/TissueMNIST."""
     return ConvPoolNet(input_shape, num_classes, (32, 64), (512,), pad=2, gray_to_rgb=gray_to_rgb)

@@ -1,4 +1,4 @@
-"""Character LSTM for Shakespeare (FedSAGD Table 6, the FedDyn model; note 001 §7.4):
+"""Character LSTM for Shakespeare (FedSAGD §5.1, App. A.2, Table 6; the FedDyn model):
 Embedding(80 -> 8) -> 2-layer LSTM(hidden 100) -> linear head on the last time step -> 80 logits.
 133,520 parameters with an 80-symbol vocabulary."""
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """VGG-11 without batch norm (configuration A: 8 conv layers, 64|128|256x2|512x2|512x2, max-pool
 after each block), with the classifier of the paper named by `variant`:
 
-  fednsam  512 -> h -> C with h = 100 for <= 10 classes, 256 otherwise (note 000 'Models')
-  fedsol   512 -> 512 -> 512 -> C (note 002 table); inputs smaller than 32x32 are upsampled to 32
+  fednsam  512 -> h -> C with h = 100 for <= 10 classes, 256 otherwise (FedNSAM's code; the paper names VGG-11 only)
+  fedsol   512 -> 512 -> 512 -> C (FedSOL App. B.1); inputs smaller than 32x32 are upsampled to 32
 """
 from __future__ import annotations
 

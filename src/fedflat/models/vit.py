@@ -1,5 +1,5 @@
 """A small ViT trained from scratch: FedSOL's SL-ViT ("ViT for small-size datasets", Lee et al. 2021),
-note 002 model table: dim 192, depth 9, heads 12, MLP 192, patch = min(image/4, 16), with
+FedSOL Sec. 4.1, App. B.1, Table 3 and its code: dim 192, depth 9, heads 12, MLP 192, patch = min(image/4, 16), with
 Shifted Patch Tokenization (`spt`) and Locality Self-Attention (`lsa`: learnable temperature,
 self-token masked). Both switch off to give a plain pre-norm ViT. Head on the class token.
 """
