@@ -9,8 +9,8 @@ family) when raw or error_feedback scores within 2 points of the paper's cell or
 catalog's reading) lies more than 2 below; where no reading comes within 2 points, the reading is measured not to be
 the whole cause.
 edge_<block>_q4: one setting per method beside the catalog's, Q4 (block B: FedGAMMA at radius 0.1, FedLESAM-D at lr
-0.001; block C: FedGAMMA at radius 0.1). The changed setting is a measured cause when it scores within 2 points of the paper's Q4 cell or above while the
-catalog's lies more than 2 below."""
+0.001; block C: FedGAMMA at radius 0.1). The changed setting is a measured cause when it scores within 2 points of
+the paper's Q4 cell or above while the catalog's lies more than 2 below."""
 from __future__ import annotations
 
 import re
