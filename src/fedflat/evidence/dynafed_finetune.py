@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 
-from .readings import SEEDS, STUDY, TOLERANCE, add_seed, cell_mean, complete, fmt_cell, published_cells
+from .readings import (SEEDS, STUDY, TOLERANCE, add_seed, cell_mean, complete, fmt_cell, published_cells,
+                       within_paper)
 
 GRID = (0.00025, 0.001, 0.003, 0.01)  # the catalog's value (DynaFed's scripts) first
 BLOCKS = ("A", "B", "C")
@@ -28,7 +29,7 @@ def verdict(cells: dict[float, dict], paper: float) -> str:
     base = cell_mean(cells[GRID[0]])
     if base is not None and base <= paper + TOLERANCE:
         return "no gap to explain: the catalog's value lies within 2 points or below"
-    close = [v for v in GRID[1:] if (m := cell_mean(cells[v])) is not None and abs(m - paper) <= TOLERANCE]
+    close = [v for v in GRID[1:] if within_paper(cells[v], paper)]
     if close:
         return "measured: the fine-tuning strength (Adam lr " + ", ".join(f"{v:g}" for v in close) + " within 2 points)"
     return "measured: not the cause (no value of the grid within 2 points)"

@@ -6,7 +6,9 @@ on every uplink vector (`on`) scores within 2 points of the paper's cell or abov
 lie more than 2 below; where `on` stays more than 2 below, it is measured not to be the whole cause."""
 from __future__ import annotations
 
-from .readings import SEEDS, STUDY, add_seed, cell_mean, complete, fmt_cell, near, published_cells
+import re
+
+from .readings import SEEDS, STUDY, cell_mean, complete, fmt_cell, near, published_cells, stage_cells
 
 METHODS = ("FedLESAM-D", "FedGAMMA")
 COLUMNS = {"q4": ("Q4", 0), "k10": ("Top-k 0.1", 2), "k25": ("Top-k 0.25", 3)}  # key -> (label, index in table2_<block>_fmnist)
@@ -16,13 +18,8 @@ PAIRS = {"A": ("k10", "k25"), "B": ("k10", "k25"), "C": ("q4", "k10", "k25")}  #
 def pair_cells(runs, block: str, column: str) -> dict[tuple[str, str], dict]:
     """{(method, off|on): cell} of experiments efmodel_<block>_<column>_{off,on}, cells as readings.stage_cells
     builds them."""
-    out: dict = {}
-    for _, r in runs.iterrows():
-        exps = str(r["experiments"]).split(";")
-        for mode in ("off", "on"):
-            if f"efmodel_{block}_{column}_{mode}" in exps and r["label"] in METHODS:
-                add_seed(out, (r["label"], mode), r)
-    return out
+    cells = stage_cells(runs, re.compile(rf"^efmodel_{block}_({column})_(off|on)$"), METHODS)
+    return {(method, mode): cell for (method, _, mode), cell in cells.items()}
 
 
 def verdict(off: dict | None, on: dict | None, paper: float) -> str:

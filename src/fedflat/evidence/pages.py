@@ -16,7 +16,7 @@ from . import blocks_leaderboard as lb
 from . import blocks_reproduction as rep
 from . import blocks_studies as small
 from . import (block_diagnostics, direction, dual_diagnostics, dynafed_finetune, error_feedback, gaps, lrpicks,
-               margin, ordering, reading_tests, readings, scope)
+               margin, ordering, reading_tests, readings, scope, sparse_column)
 from .export import EVIDENCE, FIGURES
 from .markers import replace
 from .store import Evidence, load
@@ -41,9 +41,11 @@ PAGES: dict[str, dict[str, Callable]] = {
                              **{f"fedsynsam-{t.replace('_', '-')}": rep.study_table(readings.STUDY, t)
                                 for t in ("colgrid_A_q8", "colgrid_A_k10", "fgread_A_topk", "colgrid_A_q8_duals",
                                           "rhogrid_A_k10", "colgrid_B_k10", "rhogrid_B_k10", "efmodel_topk",
-                                          "rhogrid_C_k10", "edge_C_q4", "dyna_C_q4", "efmodel_q4", "tkread_A", "mlpread_A")},
+                                          "rhogrid_C_k10", "edge_C_q4", "dyna_C_q4", "efmodel_q4", "tkread_A", "mlpread_A",
+                                          "colgrid_C_k10", "ef1x_C_k10")},
                              "fedsynsam-block-b-diagnostics": block_diagnostics.block,
                              "fedsynsam-block-c-diagnostics": block_diagnostics.block_c,
+                             "fedsynsam-sparse-column-c": sparse_column.block,
                              "fedsynsam-dynafed-finetune": dynafed_finetune.block,
                              "fedsynsam-dual-diagnostics": dual_diagnostics.block,
                              "fedsynsam-error-feedback": error_feedback.block,

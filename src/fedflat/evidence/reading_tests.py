@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .readings import SEEDS, STUDY, TOLERANCE, cell_mean, complete, fmt_cell, published_cells, stage_cells
+from .readings import (SEEDS, STUDY, TOLERANCE, complete, fmt_cell, published_cells, stage_cells,
+                       within_paper)
 
 ROWS = ("FedAvg", "DynaFed", "FedSAM", "FedLESAM", "FedSMOO", "FedGAMMA", "FedLESAM-D", "FedLESAM-S", "FedSynSAM")
 
@@ -33,8 +34,7 @@ class ReadingTest:
 
     def supports(self, literal: dict | None, other: dict | None, paper: float) -> str | None:
         """The reading one cell supports: the only one of the two whose score lies within TOLERANCE of the paper."""
-        inside = [mode for mode, c in zip(self.modes, (literal, other))
-                  if (m := cell_mean(c)) is not None and abs(m - paper) <= TOLERANCE]
+        inside = [mode for mode, c in zip(self.modes, (literal, other)) if within_paper(c, paper)]
         return inside[0] if len(inside) == 1 else None
 
     def decide(self, cells: dict, published: dict[str, list[float]]) -> dict:

@@ -91,6 +91,12 @@ def near(score: float | None, paper: float) -> bool:
     return score is not None and score >= paper - TOLERANCE
 
 
+def within_paper(cell: dict | None, paper: float | None) -> bool:
+    """The cell's mean (every seed completed) lies within TOLERANCE of the paper's cell, on either side."""
+    mean = cell_mean(cell)
+    return mean is not None and paper is not None and abs(mean - paper) <= TOLERANCE
+
+
 def cell_mean(cell: dict | None) -> float | None:
     """The mean over seeds of a cell whose every seed completed; None otherwise."""
     if cell is None or cell["diverged"] or cell["seeds"] < len(SEEDS):
@@ -105,11 +111,8 @@ def adopt(cells: dict, published: dict[str, list[float | None]]) -> dict[str, di
     for method in METHODS:
         within = {}
         for reading in READINGS:
-            n = 0
-            for j, col in enumerate(COLUMNS):
-                ours, paper = cell_mean(cells.get((method, col, reading))), published[method][j]
-                n += ours is not None and paper is not None and abs(ours - paper) <= TOLERANCE
-            within[reading] = n
+            within[reading] = sum(within_paper(cells.get((method, col, reading)), published[method][j])
+                                  for j, col in enumerate(COLUMNS))
         best = max(READINGS, key=lambda rd: (within[rd], -READINGS.index(rd)))
         out[method] = {"reading": best, "within": within}
     return out

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from .readings import STUDY, TOLERANCE, cell_mean, fmt_cell, published_cells, stage_cells
+from .readings import STUDY, fmt_cell, published_cells, stage_cells, within_paper
 
 SCOPES = ("global", "per_tensor", "bucket512")  # also the tie order
 COLUMNS = {"q4": "FMNIST Q4", "q8": "FMNIST Q8"}  # the catalog's first two Table II (A) columns
@@ -37,8 +37,7 @@ def within_counts(cells: dict, published: dict[str, list[float | None]]) -> dict
         for method in METHODS:
             hits = []
             for j, col in enumerate(COLUMNS):
-                ours, paper = cell_mean(cells.get((method, col, scope))), published[method][j]
-                if ours is not None and paper is not None and abs(ours - paper) <= TOLERANCE:
+                if within_paper(cells.get((method, col, scope)), published[method][j]):
                     hits.append(col)
             out[scope][method] = hits
     return out
