@@ -1,6 +1,6 @@
 """Stage R's rule (fedflat.evidence.readings): per method, the reading within 2 points of the paper in the most
 columns; ties go to compress, then raw; a cell with a diverged or missing seed is never within."""
-from fedflat.evidence.readings import COLUMNS, METHODS, adopt, cell_mean, reading_cells
+from fedflat.evidence.readings import COLUMNS, METHODS, adopt, cell_mean, reading_cells, within_paper
 
 from .helpers import reading_rows
 
@@ -71,3 +71,13 @@ def test_the_catalog_runs_every_fmnist_table_two_cell_under_the_adopted_reading(
                 assert spec.uplink.get("other_vectors", "compress") == picks[lab["algorithm"]]["reading"], (ename, lab)
                 seen.add((ename[:3], lab["algorithm"]))
     assert seen == {(b, m) for b in ("t2A", "t2B", "t2C") for m in METHODS}
+
+
+def test_within_the_paper_is_two_sided_and_needs_every_seed():
+    def cell(*acc, diverged=0):
+        return {"acc": list(acc), "diverged": diverged, "seeds": len(acc) + diverged}
+    assert within_paper(cell(80.0, 82.0), 79.0) and within_paper(cell(80.0, 82.0), 83.0)  # mean 81: 2 below, 2 above
+    assert not within_paper(cell(80.0, 82.0), 78.9) and not within_paper(cell(80.0, 82.0), 83.1)
+    assert not within_paper(cell(81.0, diverged=1), 81.0)  # a diverged seed is never within
+    assert not within_paper(cell(81.0), 81.0)              # nor is a cell missing a seed
+    assert not within_paper(None, 81.0) and not within_paper(cell(81.0, 81.0), None)
