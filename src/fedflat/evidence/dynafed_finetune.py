@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from .readings import (SEEDS, STUDY, TOLERANCE, add_seed, cell_mean, complete, fmt_cell, published_cells,
+from .readings import (SEEDS, STUDY, TOLERANCE, cell_mean, complete, fmt_cell, published_cells, setting_cells,
                        within_paper)
 
 GRID = (0.00025, 0.001, 0.003, 0.01)  # the catalog's value (DynaFed's scripts) first
@@ -16,11 +16,8 @@ BLOCKS = ("A", "B", "C")
 
 def grid_cells(runs, block: str) -> dict[float, dict]:
     """{dyna_lr: cell} of DynaFed's runs in experiment dyna_<block>_q4."""
-    out: dict = {}
-    for _, r in runs.iterrows():
-        if f"dyna_{block}_q4" in str(r["experiments"]).split(";") and r["label"] == "DynaFed":
-            add_seed(out, float(json.loads(r["hparams"])["dyna_lr"]), r)
-    return out
+    return setting_cells(runs, f"dyna_{block}_q4", ("DynaFed",),
+                         key=lambda r: float(json.loads(r["hparams"])["dyna_lr"]))
 
 
 def verdict(cells: dict[float, dict], paper: float) -> str:

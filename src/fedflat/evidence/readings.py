@@ -72,12 +72,17 @@ def coinciding(runs, pattern: re.Pattern = _EXPERIMENT, methods=METHODS) -> list
     return out
 
 
-def setting_cells(runs, experiment: str, methods) -> dict[tuple[str, float, float], dict]:
-    """{(method, rho, lr): cell} of one experiment's runs of `methods`, cells as stage_cells builds them."""
+def rho_lr(r) -> tuple[str, float, float]:
+    """A cell's key (method, rho, lr): the setting of a radius-and-lr grid."""
+    return r["label"], float(json.loads(r["hparams"])["rho"]), float(r["lr"])
+
+
+def setting_cells(runs, experiment: str, methods, key=rho_lr) -> dict:
+    """{key(run): cell} of one experiment's runs of `methods`, cells as stage_cells builds them."""
     out: dict = {}
     for _, r in runs.iterrows():
         if experiment in str(r["experiments"]).split(";") and r["label"] in methods:
-            add_seed(out, (r["label"], float(json.loads(r["hparams"])["rho"]), float(r["lr"])), r)
+            add_seed(out, key(r), r)
     return out
 
 

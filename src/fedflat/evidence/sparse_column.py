@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from .readings import SEEDS, STUDY, add_seed, cell_mean, complete, fmt_cell, near, published_cells, stage_cells
+from .readings import SEEDS, STUDY, cell_mean, complete, fmt_cell, near, published_cells, setting_cells, stage_cells
 
 METHODS = ("FedAvg", "FedSAM", "FedLESAM", "FedSynSAM")
 PICK = 0.1                 # the lr the catalog runs on block C's Top-k columns (tuned on Top-k 0.25)
@@ -22,11 +22,7 @@ _EF = re.compile(r"^ef1x_C_(k10)_(off|on)$")
 
 def lr_cells(runs) -> dict[tuple[str, float], dict]:
     """{(method, lr): cell} of colgrid_C_k10 (one radius per method, so the lr names the setting)."""
-    out: dict = {}
-    for _, r in runs.iterrows():
-        if "colgrid_C_k10" in str(r["experiments"]).split(";") and r["label"] in METHODS:
-            add_seed(out, (r["label"], float(r["lr"])), r)
-    return out
+    return setting_cells(runs, "colgrid_C_k10", METHODS, key=lambda r: (r["label"], float(r["lr"])))
 
 
 def ef_cells(runs) -> dict[tuple[str, str], dict]:
