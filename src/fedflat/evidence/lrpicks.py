@@ -21,6 +21,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from .readings import matches
+
 STUDY = "fedsynsam_tuning_fmnist_v2"
 SEEDS = (0, 1)
 BLOCKS = {"A": "Path(1), 10 clients, full participation", "B": "Dir(0.01), 10 clients, full participation",
@@ -59,10 +61,7 @@ def stage_scores(runs, stage: Stage = LR):
 
     rows = []
     for _, r in runs.iterrows():
-        for exp in str(r["experiments"]).split(";"):
-            m = stage.experiment.match(exp)
-            if m is None:
-                continue
+        for m in matches(r, stage.experiment):
             done = r["status"] == "completed" and math.isfinite(float(r["last10_acc"]))
             rows.append({"block": m.group(1), "family": m.group(2), "method": r["label"],
                          "at": value_of(r, stage.other), "row": "", "value": float(value_of(r, stage.param)),

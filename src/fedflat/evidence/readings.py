@@ -27,14 +27,27 @@ _EXPERIMENT = re.compile(r"^read_A_(q4|q8|k10|k25)_(compress|raw|error_feedback)
 def stage_cells(runs, pattern: re.Pattern, methods) -> dict[tuple[str, str, str], dict]:
     """{(method, column key, reading): {acc: [% per completed seed], diverged: n, seeds: n}} from runs.csv rows of
     a readings stage's experiments, whose names `pattern` matches with groups (column key, reading)."""
-    out: dict[tuple[str, str, str], dict] = {}
+    return grouped_cells(runs, methods, lambda r: [(r["label"], m.group(1), m.group(2)) for m in matches(r, pattern)])
+
+
+def grouped_cells(runs, methods, keys) -> dict:
+    """{key: cell} over the runs.csv rows of `methods`: each row counts as a seed of every key in keys(row)."""
+    out: dict = {}
     for _, r in runs.iterrows():
-        for exp in str(r["experiments"]).split(";"):
-            m = pattern.match(exp)
-            if m is None or r["label"] not in methods:
-                continue
-            add_seed(out, (r["label"], m.group(1), m.group(2)), r)
+        if r["label"] in methods:
+            for key in keys(r):
+                add_seed(out, key, r)
     return out
+
+
+def experiments(r) -> list[str]:
+    """The experiment names a runs.csv row belongs to."""
+    return str(r["experiments"]).split(";")
+
+
+def matches(r, pattern: re.Pattern) -> list[re.Match]:
+    """`pattern`'s matches among a runs.csv row's experiment names."""
+    return [m for m in map(pattern.match, experiments(r)) if m is not None]
 
 
 def add_seed(cells: dict, key, r) -> None:
@@ -59,11 +72,9 @@ def coinciding(runs, pattern: re.Pattern = _EXPERIMENT, methods=METHODS) -> list
     stage_cells."""
     seen: dict[tuple, set] = {}
     for _, r in runs.iterrows():
-        for exp in str(r["experiments"]).split(";"):
-            m = pattern.match(exp)
-            if m is not None and r["label"] in methods:
-                seen.setdefault((r["label"], m.group(1), r["seed"]), set()).add(
-                    (m.group(2), str(r["up_bytes_total"]), str(r["last10_acc"])))
+        for m in matches(r, pattern) if r["label"] in methods else ():
+            seen.setdefault((r["label"], m.group(1), r["seed"]), set()).add(
+                (m.group(2), str(r["up_bytes_total"]), str(r["last10_acc"])))
     out = []
     for method in methods:
         groups = [g for (meth, _, _), g in seen.items() if meth == method and len(g) > 1]
@@ -79,11 +90,7 @@ def rho_lr(r) -> tuple[str, float, float]:
 
 def setting_cells(runs, experiment: str, methods, key=rho_lr) -> dict:
     """{key(run): cell} of one experiment's runs of `methods`, cells as stage_cells builds them."""
-    out: dict = {}
-    for _, r in runs.iterrows():
-        if experiment in str(r["experiments"]).split(";") and r["label"] in methods:
-            add_seed(out, key(r), r)
-    return out
+    return grouped_cells(runs, methods, lambda r: [key(r)] if experiment in experiments(r) else [])
 
 
 def complete(*cells) -> bool:
