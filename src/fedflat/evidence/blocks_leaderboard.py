@@ -22,6 +22,43 @@ def _f(x, d=2) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{d}f}"
 
 
+def _got(runs, stage: str) -> int:
+    return int((lbstats.with_stage(runs)["stage"] == stage).sum()) if len(runs) else 0
+
+
+def _continuation_expected(lb: dict) -> int:
+    c = lb["tuning"]["continuation"]
+    return len(lb["methods"]) * int(c["cells"]) * len(lb["partitions"]) * len(c["seeds"])
+
+
+def stage_totals(runs, lb: dict) -> dict[str, tuple[int, int | None]]:
+    """{stage: (runs in the evidence, runs the protocol calls for)} for the continuation, the final stage and the
+    ablation; the last two follow from the picks, so their totals are None until the continuation is complete."""
+    from ..leaderboard.protocol import ablation_cell
+
+    out = {"continuation": (_got(runs, "continuation"), _continuation_expected(lb))}
+    final = ablation = None
+    if out["continuation"][0] >= out["continuation"][1]:
+        picks = lbstats.continuation_choices(runs, lb["tuning"].get("metric", "last10_acc"))
+        picks = picks[picks["lr"].notna()]
+        final = len(picks) * len(lb["seeds"])
+        ablation = len(lb["tuning"]["continuation"]["seeds"]) * sum(
+            ablation_cell(lb, r.preset, {"lr": r.lr, "params": r.params}) is not None for r in picks.itertuples())
+    out["final"] = (_got(runs, "final"), final)
+    out["ablation"] = (_got(runs, "ablation"), ablation)
+    return out
+
+
+def _waiting(totals: dict, stage: str, what: str) -> str | None:
+    """The line a block shows while `stage` is incomplete in the evidence, or None once it is complete."""
+    got, expected = totals[stage]
+    if expected is not None and got >= expected:
+        return None
+    of = (f"{got} of {expected} runs" if expected is not None
+          else f"{got} runs; how many it needs follows from the choice per partition")
+    return f"The {stage} stage is not complete in the evidence ({of}): {what} appears here once it is."
+
+
 def status(ctx) -> str:
     runs = ctx.evidence("leaderboard").runs()
     lb = _config(ctx)
@@ -45,7 +82,7 @@ def screen(ctx) -> str:
     tu = lb["tuning"]
     expected = len(lb["methods"]) * int(tu["trials"])
     ch = lbstats.screen_choices(runs, lb["methods"], tu["lr"], tu["lr_only"], tu.get("metric", "last10_acc"))
-    got = int((lbstats.with_stage(runs)["stage"] == "screen").sum()) if len(runs) else 0
+    got = _got(runs, "screen")
     if got < expected:
         return (f"The screen is not complete in the evidence ({got} of {expected} trials): its choices and counts "
                 f"appear here once every trial has run.")
@@ -66,9 +103,10 @@ def screen(ctx) -> str:
 
 def top(ctx, n: int = 10) -> str:
     runs = ctx.evidence("leaderboard").runs()
-    ranks = lbstats.primary_ranks(runs) if len(runs) else None
-    if ranks is None or ranks.empty:
-        return "No final run is in the committed evidence yet: the ranking appears here when the final stage has run."
+    wait = _waiting(stage_totals(runs, _config(ctx)), "final", "the ranking")
+    if wait:
+        return wait
+    ranks = lbstats.primary_ranks(runs)
     parts = _parts(ranks["partition"].unique())
     wide = ranks.pivot(index="preset", columns="partition", values="rank")
     order = ranks.groupby("preset")["mean_rank"].first().sort_values(kind="stable")
@@ -90,17 +128,12 @@ def top(ctx, n: int = 10) -> str:
     return "\n".join(lines)
 
 
-def _computed(runs, fn):
-    """fn(runs), or None where there is no run or fn finds nothing."""
-    out = fn(runs) if len(runs) else None
-    return None if out is None or out.empty else out
-
-
 def statistics(ctx) -> str:
     runs = ctx.evidence("leaderboard").runs()
-    means = _computed(runs, lbstats.final_means)
-    if means is None:
-        return "The statistics appear here when the final stage is in the evidence."
+    wait = _waiting(stage_totals(runs, _config(ctx)), "final", "every statistic of the final runs")
+    if wait:
+        return wait
+    means = lbstats.final_means(runs)
     spread = lbstats.median_seed_std(means)
     corr = lbstats.partition_correlations(means)
     r = lbstats.with_stage(runs)
@@ -140,8 +173,7 @@ def choice(ctx) -> str:
     runs = ctx.evidence("leaderboard").runs()
     lb = _config(ctx)
     c = lb["tuning"]["continuation"]
-    expected = len(lb["methods"]) * int(c["cells"]) * len(lb["partitions"]) * len(c["seeds"])
-    got = int((lbstats.with_stage(runs)["stage"] == "continuation").sum()) if len(runs) else 0
+    got, expected = _got(runs, "continuation"), _continuation_expected(lb)
     if got < expected:
         return (f"The continuation is not complete in the evidence ({got} of {expected} full-horizon validation "
                 f"runs): the picks appear here once every continued cell has run.")
@@ -173,9 +205,13 @@ def choice(ctx) -> str:
 
 def ablation(ctx) -> str:
     """Does each SAM-type method's ascent beat its own rho = 0, per partition, beyond the seed spread?"""
-    v = _computed(ctx.evidence("leaderboard").runs(), lbstats.ablation_verdicts)
-    if v is None:
-        return "The ρ = 0 ablation appears here once its runs are in the evidence."
+    runs = ctx.evidence("leaderboard").runs()
+    totals = stage_totals(runs, _config(ctx))
+    wait = _waiting(totals, "ablation", "the ρ = 0 ablation") or _waiting(
+        totals, "final", "the ablation's verdicts (judged against the final seeds' spread)")
+    if wait:
+        return wait
+    v = lbstats.ablation_verdicts(runs)
     parts = _parts(v["partition"].unique())
     lines = ["| Partition | Method | pick (val. %) | ρ = 0 (val. %) | Δ | seed std (final) | verdict |",
              "|---|---|---|---|---|---|---|"]
