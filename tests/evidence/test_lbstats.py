@@ -22,6 +22,16 @@ def test_stage_counts():
     assert c.loc["screen"].tolist() == [2, 1, 1] and c.loc["final"].tolist() == [1, 1, 0]
 
 
+def test_a_continued_rho0_cell_serves_the_ablation_too():
+    """The rho = 0 twin of a pick is often one of the continued cells (same settings, same run id): it is then both
+    a continuation and an ablation record, and each stage's reading sees it."""
+    shared = _rec("cont_iid;ablation_iid", "fedsam", "iid", 0, 80, hparams={"rho": 0.0})
+    runs = pd.DataFrame([shared, _rec("cont_iid", "fedsam", "iid", 0, 82, hparams={"rho": 0.05})])
+    assert lbstats.stages_of("cont_iid;ablation_iid") == ["continuation", "ablation"]
+    assert len(lbstats.stage_runs(runs, "continuation")) == 2 and len(lbstats.stage_runs(runs, "ablation")) == 1
+    assert lbstats.stage_counts(runs)["runs"].to_dict() == {"continuation": 2, "ablation": 1}
+
+
 def test_screen_choices_mark_edges_and_rho_zero():
     grids = {"fedsam": {"rho": [0.0, 0.01, 0.05, 0.1]}, "fedavg": {}}
     lr, lr_only = [0.03, 0.1, 0.3, 1.0], [0.03, 0.05, 0.1, 1.0]

@@ -85,3 +85,13 @@ def test_diverged_methods_are_ordered_by_their_completed_seeds_mean_and_ties_sha
     assert agg.loc["E", "ok_acc"] == 75.0 and math.isnan(agg.loc["E", "final_acc"]) and math.isnan(agg.loc["E", "band"])
     assert agg.loc["E", "ok_rank"] == 2  # over completed seeds alone, E's 75 is second
     assert list(agg.index) == ["A", "B", "C", "E", "D", "F"]
+
+
+def test_a_method_without_a_stable_setting_ranks_below_every_method_that_ran():
+    """Every continued cell of G diverged on this partition, so it has no final run: it still gets a row and the
+    last rank (tied with F, whose every seed diverged), never a band, and leaves the others' ranks alone."""
+    agg = per_method(_runs({"A": [80.0, 80.2], "E": [75.0, None], "F": [None, None]}), ["iid"],
+                     {"iid": {"G": "g"}, "dir0.1": {"H": "h"}}).set_index("method")
+    assert list(agg.index) == ["A", "E", "F", "G"] and agg.loc["G", "unstable"] and agg.loc["G", "seeds"] == 0
+    assert (agg.loc["A", "rank"], agg.loc["E", "rank"]) == (1, 2) and agg.loc["F", "rank"] == agg.loc["G", "rank"] == 3.5
+    assert math.isnan(agg.loc["G", "band"]) and math.isnan(agg.loc["G", "final_acc"])

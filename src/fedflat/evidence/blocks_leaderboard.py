@@ -23,7 +23,7 @@ def _f(x, d=2) -> str:
 
 
 def _got(runs, stage: str) -> int:
-    return int((lbstats.with_stage(runs)["stage"] == stage).sum()) if len(runs) else 0
+    return len(lbstats.stage_runs(runs, stage))
 
 
 def _continuation_expected(lb: dict) -> int:
@@ -72,6 +72,10 @@ def status(ctx) -> str:
         lines.append(f"| {stage} | {row['runs']} | {row['completed']} | {row['diverged']} |")
     screen = int(counts.loc["screen", "runs"]) if "screen" in counts.index else 0
     expected = n_methods * int(lb["tuning"]["trials"]) * len(lb["tuning"]["partitions"]) * len(lb["tuning"]["seeds"])
+    shared = int(runs["experiments"].map(lambda e: len(lbstats.stages_of(e)) > 1).sum())
+    if shared:
+        lines += ["", f"{shared} runs serve two stages and count in both: a continued ρ = 0 cell that is also the "
+                      f"ablation twin of a pick (the same settings, so the same run)."]
     lines += ["", f"Screen: {screen} of {expected} trials in the evidence."]
     return "\n".join(lines)
 
@@ -101,7 +105,12 @@ def screen(ctx) -> str:
     return "\n".join(lines)
 
 
-def top(ctx, n: int = 10) -> str:
+def ranking(ctx) -> str:
+    """Every ranked method on every partition (the docs page); the README shows the top 10 (`top`)."""
+    return top(ctx, None)
+
+
+def top(ctx, n: int | None = 10) -> str:
     runs = ctx.evidence("leaderboard").runs()
     wait = _waiting(stage_totals(runs, _config(ctx)), "final", "the ranking")
     if wait:
@@ -119,6 +128,8 @@ def top(ctx, n: int = 10) -> str:
             r = by.get((preset, p))
             if r is None:
                 cells.append("-")
+            elif r.unstable:
+                cells.append(f"no stable setting ({r.rank:g})")
             elif r.diverged:
                 cells.append(f"diverged {r.diverged}/{r.seeds} ({_f(r.mean)}) ({r.rank:g})")
             else:
@@ -136,8 +147,7 @@ def statistics(ctx) -> str:
     means = lbstats.final_means(runs)
     spread = lbstats.median_seed_std(means)
     corr = lbstats.partition_correlations(means)
-    r = lbstats.with_stage(runs)
-    fin = r[r["stage"] == "final"]
+    fin = lbstats.stage_runs(runs, "final")
     div = fin[fin["status"] != "completed"]
     lines = ["| quantity | value |", "|---|---|"]
     for p, v in spread.items():
@@ -190,7 +200,8 @@ def choice(ctx) -> str:
                 continue
             edge = edges({"lr": r.lr, "params": r.params}, {"lr": lb["tuning"]["lr"] if lb["methods"][preset]
                                                             else lb["tuning"]["lr_only"], **lb["methods"][preset]})
-            cells.append(f"{setting_text({'lr': r.lr, **r.params})} ({_f(r.score)} %)"
+            tuned = {k: r.params.get(k) for k in lb["methods"][preset]}  # the preset's other defaults stay out
+            cells.append(f"{setting_text({'lr': r.lr, **tuned})} ({_f(r.score)} %)"
                          + (f" [edge: {', '.join(edge)}]" if edge else ""))
         label = next((by[(p, preset)].label for p in parts if (p, preset) in by), preset)
         lines.append(f"| {label} | {lb['tuning']['trials']} + {c['cells']} | " + " | ".join(cells) + " |")

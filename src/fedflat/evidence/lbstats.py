@@ -12,25 +12,30 @@ from ..util.stats import correlation, kendall, seed_std
 STAGES = {"tune_": "screen", "cont_": "continuation", "final_": "final", "ablation_": "ablation"}
 
 
-def stage_of(experiments: str) -> str:
-    """The stage of a run from the experiments it belongs to (the first that names one)."""
+def stages_of(experiments: str) -> list[str]:
+    """Every stage a run serves, from the experiments it belongs to: a continued rho = 0 cell that is also a pick's
+    ablation twin (the same settings, so the same run id) serves both the continuation and the ablation."""
+    out = []
     for e in str(experiments).split(";"):
-        for prefix, stage in STAGES.items():
-            if e.startswith(prefix):
-                return stage
-    return "other"
+        out += [stage for prefix, stage in STAGES.items() if e.startswith(prefix) and stage not in out]
+    return out
 
 
-def with_stage(runs: pd.DataFrame) -> pd.DataFrame:
-    return runs.assign(stage=runs["experiments"].map(stage_of), params=runs["hparams"].map(json.loads))
+def stage_runs(runs: pd.DataFrame, stage: str) -> pd.DataFrame:
+    """The records of the runs that serve `stage`, with their settings parsed (`params`)."""
+    r = runs[runs["experiments"].map(lambda e: stage in stages_of(e))] if len(runs) else runs
+    return r.assign(params=r["hparams"].map(json.loads))
 
 
 def stage_counts(runs: pd.DataFrame) -> pd.DataFrame:
-    """stage x (runs, completed, diverged)."""
-    r = with_stage(runs)
-    g = r.groupby("stage", sort=False)["status"]
-    return pd.DataFrame({"runs": g.size(), "completed": g.apply(lambda s: int((s == "completed").sum())),
-                         "diverged": g.apply(lambda s: int((s != "completed").sum()))})
+    """stage x (runs, completed, diverged), in the protocol's order; a run serving two stages counts in both."""
+    rows = {}
+    for stage in STAGES.values():
+        status = stage_runs(runs, stage)["status"]
+        if len(status):
+            rows[stage] = {"runs": len(status), "completed": int((status == "completed").sum()),
+                           "diverged": int((status != "completed").sum())}
+    return pd.DataFrame.from_dict(rows, orient="index", columns=["runs", "completed", "diverged"])
 
 
 def screen_choices(runs: pd.DataFrame, grids: dict[str, dict], lr: list, lr_only: list,
@@ -41,8 +46,8 @@ def screen_choices(runs: pd.DataFrame, grids: dict[str, dict], lr: list, lr_only
     with rho = 0 (the method's ascent switched off)."""
     from ..leaderboard.table import edges as table_edges
 
-    r = with_stage(runs)
-    r = r[(r["stage"] == "screen") & (r["status"] == "completed")]
+    r = stage_runs(runs, "screen")
+    r = r[r["status"] == "completed"]
     out = []
     for preset, sub in r.groupby("preset", sort=True):
         grid = grids.get(preset, {})
@@ -62,8 +67,7 @@ def screen_choices(runs: pd.DataFrame, grids: dict[str, dict], lr: list, lr_only
 def final_means(runs: pd.DataFrame) -> pd.DataFrame:
     """method label x partition: mean final accuracy over completed seeds of the final stage (NaN if a seed
     diverged: the strict rule), with the completed-seeds mean, seed std and seed count beside it."""
-    r = with_stage(runs)
-    r = r[r["stage"] == "final"]
+    r = stage_runs(runs, "final")
     rows = []
     for (method, part), sub in r.groupby(["preset", "partition"], sort=True):
         acc = sub["final_acc"].astype(float)
@@ -96,25 +100,29 @@ def primary_ranks(runs: pd.DataFrame) -> pd.DataFrame:
     """The primary rank per partition, by the leaderboard table's own rule (leaderboard.results.primary_rank:
     methods whose every final seed completed by mean final accuracy, then every method with a diverged seed,
     ordered by its completed seeds' mean), with the tie band (util.stats.tie_bands over the seeds of the
-    completed methods) and the mean rank over partitions."""
+    completed methods) and the mean rank over partitions. A method whose every continued cell diverged on a
+    partition has no final run there; it ranks below every method that ran (`unstable`, no seed)."""
     from ..leaderboard.results import primary_rank
     from ..util.stats import tie_bands
 
-    r = with_stage(runs)
-    r = r[r["stage"] == "final"]
+    r = stage_runs(runs, "final")
+    picks = continuation_choices(runs)
+    unstable = picks[picks["lr"].isna()]
     rows = []
     for part, sub in r.groupby("partition", sort=True):
-        cells = []
+        cells = [{"partition": part, "preset": u.preset, "label": u.label, "diverged": 0, "seeds": 0, "accs": [],
+                  "mean": float("nan"), "std": float("nan"), "unstable": True}
+                 for u in unstable[unstable["partition"] == part].itertuples()]
         for (preset, label), g in sub.groupby(["preset", "label"], sort=True):
             acc = g.loc[g["status"] == "completed", "final_acc"].astype(float).tolist()
             diverged = int((g["status"] != "completed").sum())
             cells.append({"partition": part, "preset": preset, "label": label.split(" lr=")[0], "diverged": diverged,
                           "seeds": len(g), "accs": acc, "mean": float(np.mean(acc)) if acc else float("nan"),
-                          "std": seed_std(acc)})
+                          "std": seed_std(acc), "unstable": False})
         rank = primary_rank({c["preset"]: c["mean"] if not c["diverged"] else float("nan") for c in cells},
                             {c["preset"]: c["mean"] for c in cells})
         ordered = sorted(cells, key=lambda c: rank[c["preset"]])
-        bands = tie_bands([(c["preset"], c["accs"]) for c in ordered if not c["diverged"]])
+        bands = tie_bands([(c["preset"], c["accs"]) for c in ordered if not (c["diverged"] or c["unstable"])])
         for c in ordered:
             c["rank"], c["band"] = rank[c["preset"]], bands.get(c["preset"])
         rows += ordered
@@ -141,9 +149,8 @@ def continuation_choices(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.D
     continued cell diverged has lr NaN: it is left out of the final runs."""
     from ..papers.kinds_tuning import cell_means, ranked_cells
 
-    r = with_stage(runs)
     out = []
-    for (part, preset), sub in r[r["stage"] == "continuation"].groupby(["partition", "preset"], sort=True):
+    for (part, preset), sub in stage_runs(runs, "continuation").groupby(["partition", "preset"], sort=True):
         means = cell_means(_grid_frame(sub, metric))
         best = next(iter(ranked_cells(means.unstack("value")).get(preset, [])), None)
         out.append({"partition": part, "preset": preset, "label": str(sub["label"].iloc[0]).split(" lr=")[0],
@@ -159,15 +166,15 @@ def ablation_verdicts(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.Data
     (leaderboard.stats.ascent_verdict, the leaderboard table's own rule)."""
     from ..leaderboard.stats import ascent_verdict
 
-    r = with_stage(runs)
-    if not (r["stage"] == "ablation").any():
+    abl = stage_runs(runs, "ablation")
+    if abl.empty:
         return pd.DataFrame()
     from ..papers.kinds_tuning import cell_means
 
     picks = continuation_choices(runs, metric).set_index(["partition", "preset"])
-    fin = final_means(runs).set_index(["partition", "preset"]) if (r["stage"] == "final").any() else None
+    fin = final_means(runs).set_index(["partition", "preset"]) if len(stage_runs(runs, "final")) else None
     out = []
-    for (part, preset), sub in r[r["stage"] == "ablation"].groupby(["partition", "preset"], sort=True):
+    for (part, preset), sub in abl.groupby(["partition", "preset"], sort=True):
         for (_, _, lr), score in cell_means(_grid_frame(sub, metric)).items():  # one rho = 0 cell per pick
             pick = float(picks["score"].get((part, preset), float("nan")))
             std = float(fin["std"].get((part, preset), float("nan"))) if fin is not None else float("nan")

@@ -30,7 +30,7 @@ PAGES: dict[str, dict[str, Callable]] = {
                   "readme-leaderboard-top": lb.top},
     "docs/leaderboard.md": {"leaderboard-status": lb.status, "leaderboard-screen": lb.screen,
                             "leaderboard-choice": lb.choice, "leaderboard-ablation": lb.ablation,
-                            "leaderboard-top": lb.top, "leaderboard-statistics": lb.statistics,
+                            "leaderboard-top": lb.ranking, "leaderboard-statistics": lb.statistics,
                             "leaderboard-cost": lb.cost},
     "docs/reproduction.md": {"fedsynsam-summary": rep.summary_linking(""),
                              **{f"fedsynsam-{t}": rep.target(t) for t in rep.TARGETS},

@@ -6,12 +6,12 @@ import numpy as np
 from ..report.style import apply_style, color_for, marker_for, save_all
 from ..util.curves import REACH
 from .flatness import MEASURES, common_lr, correlation, correlation_text, flatness_correlations
-from .results import load_runs, partition_title, per_method
+from .results import load_runs, partition_title, per_method, unstable_methods
 from .stats import kendall, pareto_front
 
 
 def _agg(m: dict, hessian: bool = False):
-    return per_method(load_runs(m["entries"], hessian=hessian), m["partitions"])
+    return per_method(load_runs(m["entries"], hessian=hessian), m["partitions"], unstable_methods(m["chosen"]))
 
 
 def _legend(fig, methods: list[str], rows_below: bool = True) -> None:

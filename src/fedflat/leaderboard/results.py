@@ -77,11 +77,20 @@ def primary_rank(acc: dict[str, float], ok_acc: dict[str, float]) -> dict[str, f
     return {**out, **{m: len(done) + r for m, r in rest.items()}}
 
 
-def per_method(runs: pd.DataFrame, partitions: list[str]) -> pd.DataFrame:
+def unstable_methods(chosen: dict) -> dict[str, dict[str, str]]:
+    """{partition: {method: method}} of the methods the choice left without a setting on a partition (every
+    continued cell, or every grid point, diverged), from {partition: {method: pick or None}}."""
+    return {p: {m: m for m, c in picks.items() if c is None} for p, picks in chosen.items()}
+
+
+def per_method(runs: pd.DataFrame, partitions: list[str], unstable: dict[str, dict[str, str]] | None = None) -> pd.DataFrame:
     """One row per (partition, method): means over seeds (std of the final accuracy), the primary rank in its
     partition (`primary_rank`), the tie band (util.stats.tie_bands over the seeds of the methods that completed)
     and the rank over completed seeds alone (`ok_rank`). A method with a diverged seed gets no mean accuracy;
-    `ok_acc` and `ok_std` keep the mean and std over its completed seeds, so the table can say what they reached."""
+    `ok_acc` and `ok_std` keep the mean and std over its completed seeds, so the table can say what they reached.
+    `unstable` ({partition: {method label: preset}}): methods with no stable setting there, so no final run; they
+    get a row (`unstable` True, no seed) and rank below every method that ran, as a method whose every seed
+    diverged does."""
     cols = ["final_acc", "last10_acc", "lambda_max", "trace", "flatness", "up_floats", "down_floats",
             "grad_evals_per_step", "wall_time", "up_to_reach", "grads_to_reach"]
     g = runs.groupby(["partition", "method"], sort=False)
@@ -95,13 +104,18 @@ def per_method(runs: pd.DataFrame, partitions: list[str]) -> pd.DataFrame:
         out.loc[out["diverged"] > 0, c] = np.nan
     seeds = g["final_acc"].apply(list)
     out = out.reset_index()
+    out["unstable"] = False
+    extra = [{"partition": p, "method": m, "preset": preset, "seeds": 0, "diverged": 0, "unstable": True}
+             for p, methods in (unstable or {}).items() if p in partitions for m, preset in methods.items()]
+    if extra:
+        out = pd.concat([out, pd.DataFrame(extra)], ignore_index=True)
     out["rank"] = out["ok_rank"] = out["band"] = np.nan
     for p in partitions:
         sel = out["partition"] == p
         r = primary_rank(dict(zip(out.loc[sel, "method"], out.loc[sel, "final_acc"])),
                          dict(zip(out.loc[sel, "method"], out.loc[sel, "ok_acc"])))
         out.loc[sel, "rank"] = out.loc[sel, "method"].map(r)
-        done = out[sel & (out["diverged"] == 0)].sort_values("rank")
+        done = out[sel & (out["diverged"] == 0) & ~out["unstable"]].sort_values("rank")
         bands = tie_bands([(m, seeds[(p, m)]) for m in done["method"]])
         out.loc[sel, "band"] = out.loc[sel, "method"].map(bands)
         # the same ranking over completed seeds only: where the two differ, a blow-up decided the rank

@@ -13,7 +13,7 @@ from ..recorded import read_outcome
 from ..util.curves import REACH
 from ..util.io import write_text
 from .flatness import MEASURES, flatness_correlations, value_text
-from .results import load_runs, partition_title, per_method
+from .results import load_runs, partition_title, per_method, unstable_methods
 from .stats import ascent_verdict
 
 
@@ -33,6 +33,9 @@ def protocol_text(m: dict) -> str:
             f"seeds {tu['seeds']}, on {', '.join(tu['partitions'])}, scored by {tu['metric']} "
             f"on a validation split of {100 * tu['holdout']:g} % of every client's training samples (never the test "
             f"split); grid, scores and choices: tuning.md.{scale}")
+
+
+UNSTABLE = "no stable setting (every continued cell diverged; not run)"
 
 
 def _diverged_text(r) -> str:
@@ -121,7 +124,8 @@ def _partition_table(df: pd.DataFrame, chosen: dict, trials: dict | None = None,
     rows = []
     for _, r in df.iterrows():
         c = chosen.get(r["method"]) or {}
-        acc = _diverged_text(r) if r["diverged"] else f"{r['final_acc']:.2f} ± {r['final_std']:.2f}"
+        acc = (UNSTABLE if r.get("unstable") else _diverged_text(r) if r["diverged"]
+               else f"{r['final_acc']:.2f} ± {r['final_std']:.2f}")
         rows.append({"Rank": _num(r["rank"], "{:g}"), "Band": _num(r.get("band"), "{:g}"),
                      "Rank, completed seeds": _num(r["ok_rank"], "{:g}"),
                      "Method": r["method"], "Trials": (trials or {}).get(r["method"], "—"), "Final acc (%)": acc,
@@ -136,7 +140,7 @@ def _partition_table(df: pd.DataFrame, chosen: dict, trials: dict | None = None,
 def render_leaderboard(m: dict, out_base: Path) -> pd.DataFrame:
     parts = m["partitions"]
     runs = load_runs(m["entries"])
-    agg = per_method(runs, parts)
+    agg = per_method(runs, parts, unstable_methods(m["chosen"]))
     titles = {p: partition_title(p) for p in parts}
     rank_wide = agg.pivot(index="method", columns="partition", values="rank")[parts]
     rank_wide["mean rank"] = rank_wide.mean(axis=1)
@@ -169,7 +173,8 @@ def render_leaderboard(m: dict, out_base: Path) -> pd.DataFrame:
         f"seeds. \"Rank, completed seeds\" ranks every method by the mean of its completed seeds alone. Pareto "
         f"figures: cost until a run first reaches {100 * REACH:g} % of its own final accuracy.\n\n"
         f"Not ranked (the reason in brackets): {excluded or 'none'}.\n\n"
-        f"No working setting in the tuning grid (every point diverged; not run): {', '.join(dropped) or 'none'}.\n")
+        f"No stable setting in tuning (every continued cell, or every grid point, diverged; not run, and ranked "
+        f"below every method that ran on that partition): {', '.join(dropped) or 'none'}.\n")
     write_text(out_base.with_suffix(".md"), "\n".join(sections))
     csv = agg.copy()
     csv["partition_title"] = csv["partition"].map(titles)
