@@ -31,7 +31,7 @@ PAGES: dict[str, dict[str, Callable]] = {
     "docs/leaderboard.md": {"leaderboard-status": lb.status, "leaderboard-screen": lb.screen,
                             "leaderboard-choice": lb.choice, "leaderboard-ablation": lb.ablation,
                             "leaderboard-top": lb.ranking, "leaderboard-statistics": lb.statistics,
-                            "leaderboard-cost": lb.cost},
+                            "leaderboard-cost": lb.cost, "leaderboard-v1": lb.v1},
     "docs/reproduction.md": {"fedsynsam-summary": rep.summary_linking(""),
                              **{f"fedsynsam-{t}": rep.target(t) for t in rep.TARGETS},
                              **{f"fedsynsam-{f}": rep.figure(f) for f in rep.FIGURES},

@@ -95,7 +95,7 @@ def per_method(runs: pd.DataFrame, partitions: list[str], unstable: dict[str, di
             "grad_evals_per_step", "wall_time", "up_to_reach", "grads_to_reach"]
     g = runs.groupby(["partition", "method"], sort=False)
     out = g[cols].mean()
-    out["final_std"] = g["final_acc"].std(ddof=0)
+    out["final_std"] = g["final_acc"].std(ddof=1)  # the sample std over completed seeds, as util.stats.seed_std
     out["ok_acc"], out["ok_std"] = out["final_acc"], out["final_std"]  # NaN seeds are skipped: completed ones
     out["seeds"] = g.size()
     out["diverged"] = g["status"].apply(lambda s: int((s != "completed").sum()))

@@ -39,10 +39,13 @@ UNSTABLE = "no stable setting (every continued cell diverged; not run)"
 
 
 def _diverged_text(r) -> str:
-    """'diverged 1/3 (others 84.21 ± 0.10)': how many seeds blew up, and what the completed ones reached."""
+    """'diverged 1/3 (others 84.21 ± 0.10)': how many seeds blew up, and what the completed ones reached (the
+    sample std over them; one completed seed has none)."""
     text = f"diverged {r['diverged']:g}/{r['seeds']:g}"
-    if r["diverged"] < r["seeds"]:
+    if r["diverged"] < r["seeds"] - 1:
         text += f" (others {r['ok_acc']:.2f} ± {r['ok_std']:.2f})"
+    elif r["diverged"] < r["seeds"]:
+        text += f" (the other {r['ok_acc']:.2f})"  # one completed seed: no spread
     return text
 
 
