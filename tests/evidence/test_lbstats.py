@@ -105,3 +105,20 @@ def test_ablation_verdict_against_the_final_seed_spread():
     assert v.loc["fedsam", "verdict"] == "the ascent helps"  # +2.00 > 1.41
     assert v.loc["fedgamma", "verdict"] == "within the seed spread"  # -1.00
     assert v.loc["fedsmoo", "verdict"] == "ρ = 0 is better"  # -3.00 < -1.41
+
+
+def test_flatness_accuracy_by_hand():
+    """Five methods on IID: lambda_max falls as accuracy rises (rho = -1), the flatness distance rises with it
+    (rho = +1) and a diverged seed removes e's accuracy (n = 4); m1-m3 picked lr 0.1, the modal lr, so that
+    subset is reported too. Curvature averages the completed seeds only."""
+    rows = []
+    for i, (p, lr) in enumerate([("m1", 0.1), ("m2", 0.1), ("m3", 0.1), ("m4", 0.3), ("e", 0.3)]):
+        for seed in (0, 1):
+            r = _rec("final_iid", p, "iid", seed, 80.0 + i, lr=lr,
+                     status="diverged" if (p, seed) == ("e", 1) else "completed")
+            r.update({"lambda_max": 10.0 - i + (0.0 if seed == 0 else 0.5), "flatness_mean": 1.0 + i})
+            rows.append(r)
+    f = lbstats.flatness_accuracy(pd.DataFrame(rows)).set_index(["measure", "subset"])
+    assert f.loc[("lambda_max", "all"), "r"] == pytest.approx(-1.0) and f.loc[("lambda_max", "all"), "n"] == 4
+    assert f.loc[("flatness", "all"), "r"] == pytest.approx(1.0) and f.loc[("flatness", "all"), "left_out"] == 1
+    assert f.loc[("lambda_max", "lr = 0.1"), "n"] == 3

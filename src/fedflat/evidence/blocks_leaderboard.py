@@ -157,8 +157,16 @@ def statistics(ctx) -> str:
                      f"{_f(c['value'])} [{_f(c['lo'])}, {_f(c['hi'])}], n = {c['n']} |")
     lines.append(f"| diverged final runs | {len(div)} of {len(fin)} ({div[['partition', 'preset']].drop_duplicates().shape[0]} "
                  f"(partition, method) pairs) |")
-    lines += ["", f"{len(corr)} rank correlations between partitions are reported here; intervals are 95 % "
-              f"percentile bootstraps over methods (pairs with a missing score dropped before resampling)."]
+    flat = lbstats.flatness_accuracy(runs)
+    names = {"lambda_max": "λ_max", "flatness": "flatness distance"}
+    for c in flat.itertuples():
+        subset = "all methods" if c.subset == "all" else f"methods at {c.subset.replace(' = ', '=')}"
+        lines.append(f"| Spearman ρ({names[c.measure]}, final accuracy), {_title(c.partition)}, {subset} | "
+                     f"{_f(c.r)} [{_f(c.lo)}, {_f(c.hi)}], n = {c.n} |")
+    lines += ["", f"{len(corr) + len(flat)} correlations are reported here ({len(corr)} between partitions, "
+              f"{len(flat)} of curvature against accuracy); intervals are 95 % percentile bootstraps over methods "
+              f"(pairs with a missing value dropped before resampling). Methods share parts, so they are not "
+              f"independent samples and the intervals are optimistic."]
     return "\n".join(lines)
 
 

@@ -183,3 +183,23 @@ def ablation_verdicts(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.Data
                         "lr": lr, "pick": pick, "ablation": score, "delta": d, "std": std,
                         "verdict": ascent_verdict(d, std)})
     return pd.DataFrame(out)
+
+
+def flatness_accuracy(runs: pd.DataFrame) -> pd.DataFrame:
+    """The leaderboard table's flatness-vs-accuracy correlations (leaderboard.flatness.flatness_correlations, the
+    same function) from the evidence: per partition, Spearman's rho of lambda_max and of the flatness distance
+    (means over completed seeds) against mean final accuracy (NaN where a seed diverged), over all methods and
+    over the methods at the most common picked lr, each with its bootstrap interval over methods."""
+    from ..leaderboard.flatness import flatness_correlations
+
+    r = stage_runs(runs, "final")
+    rows, chosen = [], {}
+    for (part, preset), g in r.groupby(["partition", "preset"], sort=True):
+        ok = g[g["status"] == "completed"]
+        rows.append({"partition": part, "method": preset,
+                     "final_acc": float(ok["final_acc"].mean()) if len(ok) == len(g) else float("nan"),
+                     "lambda_max": float(ok["lambda_max"].astype(float).mean()) if len(ok) else float("nan"),
+                     "flatness": float(ok["flatness_mean"].astype(float).mean()) if len(ok) else float("nan")})
+        chosen.setdefault(part, {})[preset] = {"lr": float(g["lr"].iloc[0])}
+    agg = pd.DataFrame(rows, columns=["partition", "method", "final_acc", "lambda_max", "flatness"])
+    return flatness_correlations(agg, chosen, sorted(chosen))
