@@ -97,14 +97,18 @@ def test_ablation_verdict_against_the_final_seed_spread():
             _rec("cont_iid", "fedgamma", "iid", 0, 80.0, lr=0.1, hparams={"rho": 0.05}),
             _rec("ablation_iid", "fedgamma", "iid", 0, 81.0, lr=0.1, hparams={"rho": 0.0}),
             _rec("cont_iid", "fedsmoo", "iid", 0, 80.0, lr=0.1, hparams={"rho": 0.05}),
-            _rec("ablation_iid", "fedsmoo", "iid", 0, 83.0, lr=0.1, hparams={"rho": 0.0})]
+            _rec("ablation_iid", "fedsmoo", "iid", 0, 83.0, lr=0.1, hparams={"rho": 0.0}),
+            _rec("cont_iid", "fedasam", "iid", 0, 80.0, lr=0.1, hparams={"rho": 0.1}),
+            _rec("cont_iid;ablation_iid", "fedasam", "iid", 0, 0, lr=0.1, hparams={"rho": 0.0}, status="diverged")]
     for seed, off in ((0, 0.0), (1, 2.0)):  # final seed std: sqrt(2) = 1.41 for each method
-        rows += [_rec("final_iid", m, "iid", seed, 85.0 + off) for m in ("fedsam", "fedgamma", "fedsmoo")]
+        rows += [_rec("final_iid", m, "iid", seed, 85.0 + off) for m in ("fedsam", "fedgamma", "fedsmoo", "fedasam")]
     v = lbstats.ablation_verdicts(pd.DataFrame(rows)).set_index("preset")
     assert v.loc["fedsam", "delta"] == pytest.approx(2.0) and v.loc["fedsam", "std"] == pytest.approx(np.sqrt(2))
     assert v.loc["fedsam", "verdict"] == "the ascent helps"  # +2.00 > 1.41
     assert v.loc["fedgamma", "verdict"] == "within the seed spread"  # -1.00
     assert v.loc["fedsmoo", "verdict"] == "ρ = 0 is better"  # -3.00 < -1.41
+    # the twin (a continued cell too) diverged where the pick completed: the ascent is what keeps it stable
+    assert v.loc["fedasam", "verdict"] == "ρ = 0 diverged" and np.isnan(v.loc["fedasam", "delta"])
 
 
 def test_flatness_accuracy_by_hand():

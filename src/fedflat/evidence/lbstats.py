@@ -181,7 +181,7 @@ def ablation_verdicts(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.Data
             d = pick - score
             out.append({"partition": part, "preset": preset, "label": str(sub["label"].iloc[0]).split(" lr=")[0],
                         "lr": lr, "pick": pick, "ablation": score, "delta": d, "std": std,
-                        "verdict": ascent_verdict(d, std)})
+                        "verdict": ascent_verdict(pick, score, std)})
     return pd.DataFrame(out)
 
 

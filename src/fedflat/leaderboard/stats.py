@@ -32,9 +32,14 @@ def pareto_front(cost: list[float], acc: list[float]) -> list[int]:
     return [i for _, i in sorted(front)]
 
 
-def ascent_verdict(delta: float, std: float) -> str:
-    """Does a SAM-type method's ascent beat its own rho = 0 ablation? `delta` = pick minus ablation (points),
-    `std` = the seed spread it is judged against (the method's final seeds' standard deviation)."""
+def ascent_verdict(pick: float, ablation: float, std: float) -> str:
+    """Does a SAM-type method's ascent beat its own rho = 0 ablation? `pick`, `ablation`: full-horizon validation
+    scores (NaN where a seed diverged); their difference is judged against `std`, the seed spread of the method's
+    final test accuracy. A twin that diverged where the pick completed is a verdict of its own: without the
+    ascent the method is not stable at that setting."""
+    if math.isnan(ablation) and not math.isnan(pick):
+        return "ρ = 0 diverged"
+    delta = pick - ablation
     if math.isnan(delta):
         return "—"
     if not math.isnan(std) and delta > std:

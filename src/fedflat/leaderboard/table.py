@@ -109,7 +109,7 @@ def _ablation_section(m: dict, agg: pd.DataFrame, titles: dict) -> str:
         pick, abl = score(a["pick"]), score(a["ablation"])
         std = by["ok_std"].get((a["partition"], a["method"]), float("nan"))
         d = pick - abl
-        verdict = ascent_verdict(d, std)
+        verdict = ascent_verdict(pick, abl, std)
         rows.append({"Partition": titles[a["partition"]], "Method": a["method"], "Pick (val. %)": _num(pick, "{:.2f}"),
                      "ρ = 0 (val. %)": _num(abl, "{:.2f}"), "Δ": _num(d, "{:+.2f}"), "Seed std (final)": _num(std, "{:.2f}"),
                      "Verdict": verdict})
@@ -117,7 +117,8 @@ def _ablation_section(m: dict, agg: pd.DataFrame, titles: dict) -> str:
     return ("## Does the ascent help? The ρ = 0 ablation\n\n" + t.to_markdown(index=False, disable_numparse=True)
             + "\n\nPick and ρ = 0: mean validation accuracy over the last 10 % of the evaluated rounds at the full "
               "horizon (the continuation seeds); the ascent helps where Δ exceeds the standard deviation of the "
-              "method's final test accuracy over seeds, and ρ = 0 is better where −Δ does.\n")
+              "method's final test accuracy over seeds, and ρ = 0 is better where −Δ does; \"ρ = 0 diverged\": the "
+              "twin blew up where the pick completed.\n")
 
 
 def _partition_table(df: pd.DataFrame, chosen: dict, trials: dict | None = None,
