@@ -48,6 +48,7 @@ def test_choice_is_the_best_validation_cell_over_lr_and_the_methods_own_grid(tmp
     md = (tmp_path / "tuning.md").read_text()
     assert "| FedSAM (ρ=0.01)" in md and "| FedSAM (ρ=0.1)" in md and "lr=0.1, ρ=0.01" in md
     assert "| FedACG (μ=0.01)" in md and "never used" in md
+    assert "| chosen" in md and "partitions not tuned take that choice" in md  # no continuation: the screen chooses
 
 
 def test_final_runs_are_registered_once_the_choice_is_known(tmp_path, monkeypatch):

@@ -328,7 +328,8 @@ def prepare(config: dict, chosen: dict | None = None, screen: dict | None = None
                      TUNING_TABLE: {"kind": "grid_search", "experiments": tune_exps, "param": "lr",
                                     "metric": protocol["tuning"]["metric"],
                                     "title": "Leaderboard tuning: validation accuracy per method, lr and setting",
-                                    "note": _tuning_note(protocol)},
+                                    "note": _tuning_note(protocol),
+                                    **({"chosen_label": "screen best"} if protocol["tuning"]["continuation"] else {})},
                      TABLE: {"kind": "leaderboard", "title": "Leaderboard: every global-model method under one protocol"}}
     cfg["figures"] = {**(cfg.get("figures") or {}), **{f: {"kind": f, "title": t} for f, t in FIGURES.items()}}
     return cfg, protocol
@@ -337,8 +338,14 @@ def prepare(config: dict, chosen: dict | None = None, screen: dict | None = None
 def _tuning_note(p: dict) -> str:
     tu = p["tuning"]
     where = ", ".join(tu["partitions"])
+    c = tu["continuation"]
+    after = (f"screened on {where}. The screen's best is not the choice: each method's best {c['cells']} screen "
+             f"cells (a diverged one never) continue to the full horizon of the final runs on the validation "
+             f"split of every ranked partition (seeds {c['seeds']}), and each partition picks its own cell from that "
+             f"score (tuning_choice.json; the picks are in the leaderboard table)" if c else
+             f"tuned on {where} (partitions not tuned take that choice)")
     return (f"Grid: {tu['trials']} trials per method: lr in {tu['lr']} times 4 points of the method's own key "
-            f"hyperparameters, or lr in {tu['lr_only']} for a method without one; the shorter horizon leaderboard.tuning.rounds ({tu['rounds']} at paper scale, scaled "
-            f"like the rounds at a smaller one), seeds {tu['seeds']}, tuned on {where} "
-            f"(partitions not tuned take that choice); {100 * tu['holdout']:g} % of every client's training samples "
-            f"held out as the validation split.")
+            f"hyperparameters, or lr in {tu['lr_only']} for a method without one; the shorter horizon "
+            f"leaderboard.tuning.rounds ({tu['rounds']} at paper scale, scaled like the rounds at a smaller one), "
+            f"seeds {tu['seeds']}, {after}; {100 * tu['holdout']:g} % of every client's training samples held out "
+            f"as the validation split.")

@@ -107,7 +107,7 @@ class GridSearchTable:
                             "row": {k: run.hparams[k] for k in rows[method]}, "seed": lab["seed"],
                             "dir": study.run_dir(rid), "run": rid})
         return {"title": spec.get("title", name), "param": spec["param"], "metric": spec.get("metric", "last10_acc"),
-                "note": spec.get("note", ""), "entries": entries}
+                "note": spec.get("note", ""), "chosen_label": spec.get("chosen_label"), "entries": entries}
 
     @staticmethod
     def render(m, out_base):
@@ -213,7 +213,8 @@ def render_grid(m: dict, out_base: Path):
         edges = [] if b is None or meth in seen else grid_edges(df, meth, m["param"], b[1], b[0])
         chosen_col.append(text + (f" ({'; '.join(edges)} of its grid)" if edges else ""))
         seen.add(meth)
-    table[f"chosen {m['param']}" if not joint else "chosen"] = chosen_col
+    chosen = m.get("chosen_label") or "chosen"  # a stage of a longer selection names its best otherwise
+    table[f"{chosen} {m['param']}" if not joint else chosen] = chosen_col
     if joint:
         table.index = [f"{meth} ({row})" if row else meth for meth, row in table.index]
         table.index.name = "Method (setting)"
@@ -222,7 +223,7 @@ def render_grid(m: dict, out_base: Path):
         table.index.name = "Method"
     seeds = sorted(df["seed"].unique().tolist())
     caption = (f"Validation accuracy (%, {m['metric']}, mean over seeds {seeds}) on samples held out of the training "
-               f"clients; the test split is never used. Bold: the chosen {m['param']} "
+               f"clients; the test split is never used. Bold: the {chosen} {m['param']} "
                f"{'and setting ' if joint else ''}(highest mean). \"at the top/bottom of its grid\": a choice on the edge "
                f"of a grid of 3 or more values, so the best value may lie outside it.")
     if m.get("note"):
