@@ -27,6 +27,8 @@ def test_choice_ablation_and_ranking_blocks_from_complete_stages(tmp_path):
     assert next(r for r in full if r.startswith("| FEDAVG |")).split(" | ")[1] == f"no stable setting ({len(cfg['methods']):g})"
     stats = lb.statistics(ctx)
     assert "median seed std of final accuracy, IID | 1.00 points" in stats
+    n_pairs = len(cfg["methods"]) * len(cfg["partitions"])
+    assert f"(every continued cell diverged; no final run) | 1 of {n_pairs} |" in stats  # FEDAVG on IID
     # no Hessian in these records: the curvature rows are there, undefined, and counted
     assert "| Spearman ρ(λ_max, final accuracy), IID, all methods | - [-, -], n = 0 |" in stats
     assert "9 correlations are reported here (3 between partitions, 6 of curvature against accuracy)" in stats

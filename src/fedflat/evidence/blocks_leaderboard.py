@@ -157,6 +157,9 @@ def statistics(ctx) -> str:
                      f"{_f(c['value'])} [{_f(c['lo'])}, {_f(c['hi'])}], n = {c['n']} |")
     lines.append(f"| diverged final runs | {len(div)} of {len(fin)} ({div[['partition', 'preset']].drop_duplicates().shape[0]} "
                  f"(partition, method) pairs) |")
+    picks = lbstats.continuation_choices(runs)
+    lines.append(f"| (partition, method) pairs with no stable setting (every continued cell diverged; no final run) | "
+                 f"{int(picks['lr'].isna().sum())} of {len(picks)} |")
     flat = lbstats.flatness_accuracy(runs)
     names = {"lambda_max": "λ_max", "flatness": "flatness distance"}
     for c in flat.itertuples():

@@ -5,6 +5,7 @@ compared with v2's primary ranks among v1's own 50 methods, so v2's five new met
 from __future__ import annotations
 
 import json
+import math
 
 import pandas as pd
 
@@ -44,7 +45,7 @@ def moves(runs: pd.DataFrame, v1: pd.DataFrame, v1_methods: list[str], lb: dict)
         key = (r.preset, r.partition)
         v2 = ranks.loc[key] if key in ranks.index else None
         pick = picks.loc[key] if key in picks.index else None
-        same = (pick is not None and pick["lr"] == pick["lr"] and r.preset in screen
+        same = (pick is not None and not math.isnan(pick["lr"]) and r.preset in screen
                 and (pick["lr"], _tuned(pick["params"], grids.get(r.preset, {}))) == screen[r.preset])
         rows.append({"preset": r.preset, "label": r.label, "partition": r.partition, "v1_rank": float(r.v1_rank),
                      "v1_fallback": r.v1_fallback, "v2_rank": float(v2["rank"]) if v2 is not None else float("nan"),
