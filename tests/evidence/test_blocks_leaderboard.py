@@ -14,6 +14,8 @@ def test_choice_ablation_and_ranking_blocks_from_complete_stages(tmp_path):
     assert "not complete" not in text
     assert "| FEDSAM | 16 + 2 |" in text and "[edge: lr]" in text
     assert "every continued cell diverged" in text and "1 (partition, method) pairs: FEDAVG on IID" in text
+    n = len(cfg["methods"])  # no screen records here, so every pick differs from the (absent) screen's best
+    assert f"for {n - 1} of {n} methods on IID, {n} of {n} methods on Dir(0.3)" in text
     abl = lb.ablation(ctx)
     n_rho = sum("rho" in g for g in cfg["methods"].values())
     # pick 80 against its rho = 0 twin's 78: +2 points, beyond the final seeds' spread (85, 86, 87: std 1)

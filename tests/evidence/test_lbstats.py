@@ -126,3 +126,22 @@ def test_flatness_accuracy_by_hand():
     assert f.loc[("lambda_max", "all"), "r"] == pytest.approx(-1.0) and f.loc[("lambda_max", "all"), "n"] == 4
     assert f.loc[("flatness", "all"), "r"] == pytest.approx(1.0) and f.loc[("flatness", "all"), "left_out"] == 1
     assert f.loc[("lambda_max", "lr = 0.1"), "n"] == 3
+
+
+def test_picks_against_the_screens_best_cell():
+    """FedSAM's full-horizon pick on IID is its screen's best cell; on Dir(0.1) the second continued cell wins,
+    so the horizon changed the choice; FedAvg has no stable setting on Dir(0.1), never counted as kept."""
+    lb = {"methods": {"fedsam": {"rho": [0.0, 0.05]}, "fedavg": {}},
+          "tuning": {"lr": [0.1, 0.3], "lr_only": [0.1, 0.3]}}
+    rows = [_rec("tune_dir0p3_fedsam", "fedsam", "dir0.3", 0, 80.0, lr=0.3, hparams={"rho": 0.05}),
+            _rec("tune_dir0p3_fedsam", "fedsam", "dir0.3", 0, 79.0, lr=0.1, hparams={"rho": 0.0}),
+            _rec("tune_dir0p3_fedavg", "fedavg", "dir0.3", 0, 78.0, lr=0.3),
+            _rec("cont_iid", "fedsam", "iid", 0, 88.0, lr=0.3, hparams={"rho": 0.05}),
+            _rec("cont_iid", "fedsam", "iid", 0, 87.0, lr=0.1, hparams={"rho": 0.0}),
+            _rec("cont_dir0p1", "fedsam", "dir0.1", 0, 80.0, lr=0.3, hparams={"rho": 0.05}),
+            _rec("cont_dir0p1", "fedsam", "dir0.1", 0, 81.0, lr=0.1, hparams={"rho": 0.0}),
+            _rec("cont_iid", "fedavg", "iid", 0, 88.0, lr=0.3),
+            _rec("cont_dir0p1", "fedavg", "dir0.1", 0, 0, lr=0.3, status="diverged")]
+    k = lbstats.picks_against_screen(pd.DataFrame(rows), lb).set_index(["partition", "preset"])["screen_pick"]
+    assert k[("iid", "fedsam")] and not k[("dir0.1", "fedsam")]
+    assert k[("iid", "fedavg")] and not k[("dir0.1", "fedavg")]

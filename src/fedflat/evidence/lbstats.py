@@ -203,3 +203,19 @@ def flatness_accuracy(runs: pd.DataFrame) -> pd.DataFrame:
         chosen.setdefault(part, {})[preset] = {"lr": float(g["lr"].iloc[0])}
     agg = pd.DataFrame(rows, columns=["partition", "method", "final_acc", "lambda_max", "flatness"])
     return flatness_correlations(agg, chosen, sorted(chosen))
+
+
+def picks_against_screen(runs: pd.DataFrame, lb: dict) -> pd.DataFrame:
+    """Per (partition, preset) pick of the continuation: `screen_pick`, whether it is the 50-round screen's best
+    cell (the same lr and tuned keys), i.e. the cell a short-horizon, one-partition rule would have chosen from
+    the same grid. A method with no stable setting there has screen_pick False. `lb`: the leaderboard config."""
+    grids = lb["methods"]
+
+    def key(lr, params, preset):
+        return lr, json.dumps({k: params.get(k) for k in sorted(grids.get(preset, {}))})
+
+    screen = {r.preset: key(r.lr, r.params, r.preset) for r in screen_choices(
+        runs, grids, lb["tuning"]["lr"], lb["tuning"]["lr_only"], lb["tuning"].get("metric", "last10_acc")).itertuples()}
+    picks = continuation_choices(runs, lb["tuning"].get("metric", "last10_acc"))
+    kept = [not np.isnan(r.lr) and screen.get(r.preset) == key(r.lr, r.params, r.preset) for r in picks.itertuples()]
+    return picks.assign(screen_pick=kept)

@@ -4,9 +4,6 @@ docs/leaderboard.md at commit ec8faef), committed as results/evidence/leaderboar
 compared with v2's primary ranks among v1's own 50 methods, so v2's five new methods move no rank."""
 from __future__ import annotations
 
-import json
-import math
-
 import pandas as pd
 
 from . import lbstats
@@ -25,35 +22,26 @@ def methods(ctx) -> list[str]:
     return pd.read_csv(ctx.root / ctx.evidence_root / STUDY / "ranked_methods.csv")["preset"].tolist()
 
 
-def _tuned(params: dict, grid: dict) -> str:
-    return json.dumps({k: params.get(k) for k in sorted(grid)})
-
-
 def moves(runs: pd.DataFrame, v1: pd.DataFrame, v1_methods: list[str], lb: dict) -> pd.DataFrame:
     """Per published (preset, partition): v1's rank, v2's primary rank among v1's methods, `up` (v1 rank minus v2
     rank: positive = moved up), v2's cell (mean, std, diverged seeds, no stable setting), and whether v2's pick on
-    that partition is the 50-round Dir(0.3) screen's best cell (`screen_pick`: the setting a v1-style rule,
-    short horizon and one partition, takes from v2's grid). `lb`: the leaderboard config (grids, lr grids)."""
-    grids = lb["methods"]
+    that partition is the 50-round Dir(0.3) screen's best cell (`screen_pick`, lbstats.picks_against_screen: the
+    setting a v1-style rule, short horizon and one partition, takes from v2's grid). `lb`: the leaderboard config."""
     mine = runs[runs["preset"].isin(v1_methods)]
     ranks = lbstats.primary_ranks(mine).set_index(["preset", "partition"])
-    picks = lbstats.continuation_choices(mine).set_index(["preset", "partition"])
-    screen = {r.preset: (r.lr, _tuned(r.params, grids.get(r.preset, {}))) for r in lbstats.screen_choices(
-        mine, grids, lb["tuning"]["lr"], lb["tuning"]["lr_only"]).itertuples()}
+    kept = lbstats.picks_against_screen(mine, lb).set_index(["preset", "partition"])["screen_pick"]
     rows = []
     for r in v1.itertuples():
         key = (r.preset, r.partition)
         v2 = ranks.loc[key] if key in ranks.index else None
-        pick = picks.loc[key] if key in picks.index else None
-        same = (pick is not None and not math.isnan(pick["lr"]) and r.preset in screen
-                and (pick["lr"], _tuned(pick["params"], grids.get(r.preset, {}))) == screen[r.preset])
         rows.append({"preset": r.preset, "label": r.label, "partition": r.partition, "v1_rank": float(r.v1_rank),
                      "v1_fallback": r.v1_fallback, "v2_rank": float(v2["rank"]) if v2 is not None else float("nan"),
                      "up": float(r.v1_rank) - float(v2["rank"]) if v2 is not None else float("nan"),
                      "v2_mean": float(v2["mean"]) if v2 is not None else float("nan"),
                      "v2_std": float(v2["std"]) if v2 is not None else float("nan"),
                      "v2_diverged": int(v2["diverged"]) if v2 is not None else 0,
-                     "v2_unstable": bool(v2["unstable"]) if v2 is not None else False, "screen_pick": bool(same)})
+                     "v2_unstable": bool(v2["unstable"]) if v2 is not None else False,
+                     "screen_pick": bool(kept.get(key, False))})
     return pd.DataFrame(rows)
 
 
