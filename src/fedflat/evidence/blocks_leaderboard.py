@@ -14,8 +14,9 @@ def _config(ctx) -> dict:
 
 
 def _title(partition: str) -> str:
-    base = partition.split("-")[0]
-    return f"Dir({base[3:]})" if base.startswith("dir") else base.upper()
+    from ..leaderboard.results import partition_title  # the table's own names, so the pages match it
+
+    return partition_title(partition)
 
 
 def _f(x, d=2) -> str:
