@@ -25,6 +25,7 @@ def test_choice_ablation_and_ranking_blocks_from_complete_stages(tmp_path):
     assert "not complete" not in top and top.count("\n") == 11  # header, rule and the top 10
     full = lb.ranking(ctx).splitlines()
     assert len(full) == 2 + len(cfg["methods"])  # every method, on every partition
+    assert ", band 1) |" in full[2] and "band 1.0" not in "\n".join(full)  # bands print as integers
     # FEDAVG had no stable setting on IID: it ranks below every method that ran there
     assert next(r for r in full if r.startswith("| FEDAVG |")).split(" | ")[1] == f"no stable setting ({len(cfg['methods']):g})"
     stats = lb.statistics(ctx)

@@ -97,36 +97,28 @@ def partition_correlations(means: pd.DataFrame, column: str = "mean") -> list[di
 
 
 def primary_ranks(runs: pd.DataFrame) -> pd.DataFrame:
-    """The primary rank per partition, by the leaderboard table's own rule (leaderboard.results.primary_rank:
-    methods whose every final seed completed by mean final accuracy, then every method with a diverged seed,
-    ordered by its completed seeds' mean), with the tie band (util.stats.tie_bands over the seeds of the
-    completed methods) and the mean rank over partitions. A method whose every continued cell diverged on a
-    partition has no final run there; it ranks below every method that ran (`unstable`, no seed)."""
-    from ..leaderboard.results import primary_rank
-    from ..util.stats import tie_bands
+    """The primary rank per partition from the evidence, computed by the results table's own ranker
+    (leaderboard.results.per_method: methods whose every final seed completed by mean final accuracy, then every
+    method with a diverged seed, ordered by its completed seeds' mean; tie bands over the completed methods' seeds),
+    with the mean rank over partitions. A method whose every continued cell diverged on a partition has no final run
+    there; it ranks below every method that ran (`unstable`, no seed). `mean` and `std` are over completed seeds."""
+    from ..leaderboard.results import per_method
 
     r = stage_runs(runs, "final")
     picks = continuation_choices(runs)
     unstable = picks[picks["lr"].isna()]
-    rows = []
-    for part, sub in r.groupby("partition", sort=True):
-        cells = [{"partition": part, "preset": u.preset, "label": u.label, "diverged": 0, "seeds": 0, "accs": [],
-                  "mean": float("nan"), "std": float("nan"), "unstable": True}
-                 for u in unstable[unstable["partition"] == part].itertuples()]
-        for (preset, label), g in sub.groupby(["preset", "label"], sort=True):
-            acc = g.loc[g["status"] == "completed", "final_acc"].astype(float).tolist()
-            diverged = int((g["status"] != "completed").sum())
-            cells.append({"partition": part, "preset": preset, "label": label.split(" lr=")[0], "diverged": diverged,
-                          "seeds": len(g), "accs": acc, "mean": float(np.mean(acc)) if acc else float("nan"),
-                          "std": seed_std(acc), "unstable": False})
-        rank = primary_rank({c["preset"]: c["mean"] if not c["diverged"] else float("nan") for c in cells},
-                            {c["preset"]: c["mean"] for c in cells})
-        ordered = sorted(cells, key=lambda c: rank[c["preset"]])
-        bands = tie_bands([(c["preset"], c["accs"]) for c in ordered if not (c["diverged"] or c["unstable"])])
-        for c in ordered:
-            c["rank"], c["band"] = rank[c["preset"]], bands.get(c["preset"])
-        rows += ordered
-    df = pd.DataFrame(rows)
+    parts = sorted(r["partition"].unique())
+    frame = pd.DataFrame({"partition": r["partition"], "method": r["preset"], "preset": r["preset"],
+                          "status": r["status"], "final_acc": r["final_acc"].astype(float)})
+    lost = {p: dict(zip(g["preset"], g["preset"])) for p, g in unstable.groupby("partition")}
+    agg = per_method(frame, parts, lost)
+    labels = {**dict(zip(unstable["preset"], unstable["label"])),
+              **dict(zip(r["preset"], r["label"].astype(str).str.split(" lr=").str[0]))}
+    df = pd.DataFrame({"partition": agg["partition"], "preset": agg["preset"], "label": agg["preset"].map(labels),
+                       "diverged": agg["diverged"].astype(int), "seeds": agg["seeds"].astype(int),
+                       "mean": agg["ok_acc"].astype(float), "std": agg["ok_std"].astype(float),
+                       "unstable": agg["unstable"].astype(bool), "rank": agg["rank"], "band": agg["band"].astype("Int64")})
+    df = df.sort_values(["partition", "rank"], kind="stable").reset_index(drop=True)
     if len(df):
         df["mean_rank"] = df.groupby("preset")["rank"].transform("mean")
     return df

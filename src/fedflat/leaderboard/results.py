@@ -94,7 +94,7 @@ def per_method(runs: pd.DataFrame, partitions: list[str], unstable: dict[str, di
     cols = ["final_acc", "last10_acc", "lambda_max", "trace", "flatness", "up_floats", "down_floats",
             "grad_evals_per_step", "wall_time", "up_to_reach", "grads_to_reach"]
     g = runs.groupby(["partition", "method"], sort=False)
-    out = g[cols].mean()
+    out = g[[c for c in cols if c in runs]].mean()  # the evidence's ranking (evidence.lbstats) brings accuracy only
     out["final_std"] = g["final_acc"].std(ddof=1)  # the sample std over completed seeds, as util.stats.seed_std
     out["ok_acc"], out["ok_std"] = out["final_acc"], out["final_std"]  # NaN seeds are skipped: completed ones
     out["seeds"] = g.size()
