@@ -55,3 +55,19 @@ def test_ranking_waits_for_the_last_final_run(tmp_path):
     assert lb.ablation(ctx).startswith("The final stage is not complete")
     assert lb.stage_totals(ctx.evidence("leaderboard").runs(), cfg)["ablation"][1] == (
         sum("rho" in g for g in cfg["methods"].values()) * len(cfg["partitions"]))
+
+
+def test_status_counts_superseded_runs_apart(tmp_path):
+    """Runs made at a pick since corrected sit in superseded.csv: the status block says how many, per stage, and
+    keeps them out of every stage count."""
+    import pandas as pd
+
+    from fedflat.evidence.records import COLUMNS
+
+    ctx = lb_context(tmp_path, [lb_row("final", "iid", "fedsam", "FedSAM", 0.1, {"rho": 0.05}, 0, 80.0)])
+    assert "superseded" not in lb.status(ctx)
+    gone = [lb_row("final", "iid", "fednsam", "FedNSAM", 0.1, {"lam": 0.7}, s, 81.0) for s in (0, 1)]
+    gone.append(lb_row("ablation", "iid", "fednsam", "FedNSAM", 0.1, {"lam": 0.7, "rho": 0.0}, 0, 80.0))
+    pd.DataFrame(gone, columns=list(COLUMNS)).to_csv(tmp_path / "results/evidence/leaderboard/superseded.csv", index=False)
+    text = lb.status(ctx)
+    assert "| final | 1 | 1 | 0 |" in text and "3 runs made at a pick since corrected (2 final, 1 ablation;" in text

@@ -101,3 +101,25 @@ def test_a_kept_record_is_listed_under_every_experiment_that_reuses_its_run_toda
     want = sorted(e for e, entries in tiny.experiments.items() if any(r == rid for r, _ in entries))
     assert sorted(got) == want and want
     assert pd.read_csv(csv).set_index("run_id").loc[rid, "final_acc"] == pytest.approx(70.0)
+
+
+def test_a_record_no_experiment_lists_any_more_moves_to_superseded(tiny):
+    """A corrected setting gives a cell a new run id: the old run's record, listed under an experiment that today
+    holds other runs, leaves runs.csv for superseded.csv (kept, not lost); a record under an experiment this
+    machine does not define (a stage whose checkpoint is elsewhere) stays."""
+    rid = sorted(tiny.runs)[0]
+    write_run(Path(tiny.run_dir(rid)), tiny.runs[rid], 0.7)
+    export_study(tiny, root=Path("ev"), figures_root=Path("fig"))
+    csv = Path("ev/tiny/runs.csv")
+    old = pd.read_csv(csv, dtype={"git_commit": str})
+    stale, elsewhere = old.iloc[0].copy(), old.iloc[0].copy()
+    stale["run_id"], elsewhere["run_id"] = "digits/iid/a_setting_since_corrected/seed0", "digits/iid/final_elsewhere/seed0"
+    elsewhere["experiments"] = "final_iid"
+    pd.concat([old, pd.DataFrame([stale, elsewhere])], ignore_index=True).to_csv(csv, index=False)
+    n = export_study(tiny, root=Path("ev"), figures_root=Path("fig"))
+    assert n["superseded"] == 1
+    assert set(pd.read_csv(csv)["run_id"]) == {rid, elsewhere["run_id"]}
+    gone = pd.read_csv("ev/tiny/superseded.csv")
+    assert list(gone["run_id"]) == [stale["run_id"]] and gone["final_acc"].iloc[0] == pytest.approx(70.0)
+    assert export_study(tiny, root=Path("ev"), figures_root=Path("fig"))["superseded"] == 0  # idempotent
+    assert len(pd.read_csv("ev/tiny/superseded.csv")) == 1

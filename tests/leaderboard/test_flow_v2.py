@@ -116,3 +116,26 @@ def test_the_table_ranks_diverged_methods_below_and_reports_the_ablation(study, 
     ab = md[md.index("## Does the ascent help?"):]
     assert "the ascent helps" in ab  # FedNSAM: 75 (pick) vs 50 (rho = 0), far beyond its seed spread
     assert m["trials"] == {"FedAvg": 3, "FedSAM": 6, "FedNSAM": 3}
+
+
+def test_a_key_the_continued_cells_share_keeps_its_value(tmp_path, monkeypatch):
+    """The screen's two best cells share λ = 0.9, the second value of λ's grid, so λ does not vary among the
+    continued runs: the pick, its final runs and its ρ = 0 twin must keep λ = 0.9 (a grid-first fallback
+    once gave λ = 0.7, a cell never run at the full horizon)."""
+    s = load_study(small_config({"fednsam": {"rho": [0.0, 0.01], "lam": [0.7, 0.9]}}, lr=(0.1,),
+                                continuation={"cells": 2, "seeds": [0]}))
+    monkeypatch.chdir(tmp_path)
+    for f in tuning_inputs(s):
+        spec = s.runs[run_of_file(f)]
+        _write_summary(Path(f), {(0.01, 0.9): 0.80, (0.0, 0.9): 0.79}.get((spec.hparams["rho"], spec.hparams["lam"]), 0.5))
+    s.screen = lambda: compute_screen(s)
+    assert [c["params"] for c in s.screen()["methods"]["fednsam"]] == [{"rho": 0.01, "lam": 0.9}, {"rho": 0.0, "lam": 0.9}]
+    for entries in continuation_experiments(s).values():
+        for rid, _ in entries:
+            _write_summary(Path(s.run_dir(rid)) / "summary.json", 0.85 if s.runs[rid].hparams["rho"] == 0.01 else 0.84)
+    chosen = compute_choice(s)
+    assert {part: c["fednsam"]["params"] for part, c in chosen["partitions"].items()} == \
+        {part: {"rho": 0.01, "lam": 0.9} for part in ("iid", "dir0.3", "dir0.1")}
+    s.choice = lambda: chosen
+    assert {(s.runs[r].hparams["rho"], s.runs[r].hparams["lam"]) for e in final_experiments(s).values() for r, _ in e} == {(0.01, 0.9)}
+    assert {(s.runs[r].hparams["rho"], s.runs[r].hparams["lam"]) for e in ablation_experiments(s).values() for r, _ in e} == {(0.0, 0.9)}

@@ -43,7 +43,9 @@ def main(argv=None) -> int:
                 cfg["scale"] = a.scale
             n = export_study(load_study(cfg), prune=a.prune)
             print(f"{cfg.get('study')}: {n['runs']} run records ({n['new']} new), {n['cells']} cells, "
-                  f"{n['tables']} table files, {n['figures']} figures")
+                  f"{n['tables']} table files, {n['figures']} figures"
+                  + (f"; {n['superseded']} records of runs no experiment lists any more moved to superseded.csv"
+                     if n["superseded"] else ""))
         elif a.cmd == "pages":
             from .pages import drift, write
 

@@ -78,6 +78,13 @@ def status(ctx) -> str:
         lines += ["", f"{shared} runs serve two stages and count in both: a continued ρ = 0 cell that is also the "
                       f"ablation twin of a pick (the same settings, so the same run)."]
     lines += ["", f"Screen: {screen} of {expected} trials in the evidence."]
+    gone = ctx.evidence("leaderboard").superseded()
+    if len(gone):
+        per_stage = lbstats.stage_counts(gone)["runs"]
+        lines += ["", f"Out of every count here: {len(gone)} runs made at a pick since corrected ("
+                      + ", ".join(f"{n} {stage}" for stage, n in per_stage.items()) + "; the choice had filled a key "
+                      "the two continued cells shared with the grid's first value), kept in "
+                      "`results/evidence/leaderboard/superseded.csv`."]
     return "\n".join(lines)
 
 

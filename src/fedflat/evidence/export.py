@@ -2,7 +2,9 @@
 
   results/evidence/<study>/runs.csv     one record per finished run (records.COLUMNS)
   results/evidence/<study>/cells.csv    table, row, column, run_id: the runs behind every table cell
+  results/evidence/<study>/superseded.csv  records of runs no experiment lists any more (a corrected setting)
   results/evidence/<study>/tables/      the rendered tables (.md, .csv) as the study's rules wrote them
+  results/evidence/<study>/checkpoints/ a leaderboard's screen and choice files, as its later stages read them
   figures/evidence/<study>/             the study's figures as PNG
 
 Run directories stay out of git; these files are committed (.gitignore exceptions) and the result pages are
@@ -18,6 +20,7 @@ from .cells import table_cells
 from .records import COLUMNS, run_record
 
 FIGURES = Path("figures/evidence")
+SUPERSEDED = "superseded.csv"
 
 
 def evidence_dir(study_name: str, root: Path = EVIDENCE) -> Path:
@@ -43,7 +46,7 @@ def study_runs(study) -> dict[str, tuple[list[str], str]]:
 
 
 def export_study(study, root: Path = EVIDENCE, figures_root: Path = FIGURES, prune: bool = False) -> dict:
-    """Write the study's evidence; returns {runs, new, cells, tables, figures} counts."""
+    """Write the study's evidence; returns {runs, new, cells, tables, figures, superseded} counts."""
     import pandas as pd
 
     _register_stages(study)
@@ -58,14 +61,19 @@ def export_study(study, root: Path = EVIDENCE, figures_root: Path = FIGURES, pru
             records.append(run_record(d, study.runs[rid], exps, label))
     fresh = pd.DataFrame(records, columns=list(COLUMNS))
     runs_csv = out / "runs.csv"
-    new = len(fresh)
+    new, superseded = len(fresh), 0
     if runs_csv.exists() and not prune:
         old = pd.read_csv(runs_csv, dtype={"git_commit": str})
         kept = old[~old["run_id"].isin(fresh["run_id"])].copy()
         # which experiments a run belongs to is a fact of today's config, not of the run: a recorded run that a
         # newer experiment reuses (same settings, same id) is listed under it too
-        kept["experiments"] = [";".join(members[rid][0]) if rid in members else exps
+        kept["experiments"] = [";".join(members[rid][0]) if rid in members else _unregistered(exps, study)
                                for rid, exps in zip(kept["run_id"], kept["experiments"])]
+        # a run that no experiment lists any more, where every experiment it was listed under exists today with
+        # other runs (a corrected setting gave the cell a new run id): out of the study, into superseded.csv
+        gone = kept["experiments"] == ""
+        superseded = _supersede(old[old["run_id"].isin(kept.loc[gone, "run_id"])], out / SUPERSEDED)
+        kept = kept[~gone]
         new = len(fresh) - int(old["run_id"].isin(fresh["run_id"]).sum())
         fresh = pd.concat([kept, fresh], ignore_index=True) if len(kept) else fresh
     fresh = fresh.sort_values("run_id", kind="stable").reset_index(drop=True)
@@ -76,6 +84,9 @@ def export_study(study, root: Path = EVIDENCE, figures_root: Path = FIGURES, pru
     _write_csv(pd.DataFrame(cells, columns=["table", "row", "column", "run_id"]), out / "cells.csv")
 
     tables = 0
+    for src in _checkpoint_files(study):  # the picks the later stages ran: tests hold the records to them
+        (out / "checkpoints").mkdir(exist_ok=True)
+        shutil.copyfile(src, out / "checkpoints" / src.name)
     for t in study.tables:
         for ext in ("md", "csv"):
             src = Path(study.tables_dir) / f"{t}.{ext}"
@@ -91,7 +102,35 @@ def export_study(study, root: Path = EVIDENCE, figures_root: Path = FIGURES, pru
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dst)
             figs += 1
-    return {"runs": len(fresh), "new": new, "cells": len(cells), "tables": tables, "figures": figs}
+    return {"runs": len(fresh), "new": new, "cells": len(cells), "tables": tables, "figures": figs,
+            "superseded": superseded}
+
+
+def _checkpoint_files(study) -> list[Path]:
+    """A leaderboard's checkpoint files that exist here: the screen's continued cells and the choice."""
+    if study.leaderboard is None:
+        return []
+    from ..leaderboard.flow import choice_path, screen_path
+
+    return [Path(f) for f in (screen_path(study), choice_path(study)) if Path(f).exists()]
+
+
+def _unregistered(experiments, study) -> str:
+    """A kept record's experiments that today's study does not define (a stage whose checkpoint is not on this
+    machine, an experiment since renamed): only today's definition of an experiment says which runs it holds."""
+    return ";".join(e for e in str(experiments).split(";") if e and e != "nan" and e not in study.experiments)
+
+
+def _supersede(rows, path: Path) -> int:
+    """Append records of runs the study no longer asks for to `path` (kept, not lost); returns how many."""
+    import pandas as pd
+
+    if not len(rows):
+        return 0
+    old = pd.read_csv(path, dtype={"git_commit": str}) if path.exists() else rows.iloc[:0]
+    both = pd.concat([old[~old["run_id"].isin(rows["run_id"])], rows], ignore_index=True)
+    _write_csv(both.sort_values("run_id", kind="stable"), path)
+    return len(rows)
 
 
 def _write_csv(df, path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .export import EVIDENCE
+from .export import EVIDENCE, SUPERSEDED
 
 
 @dataclass
@@ -27,6 +27,15 @@ class Evidence:
         if not self.exists():
             return pd.DataFrame(columns=list(_columns()))
         return pd.read_csv(self.dir / "runs.csv", dtype={"git_commit": str, "uplink": str}, keep_default_na=True)
+
+    def superseded(self):
+        """Records of runs no experiment lists any more (export.py): made at a setting since corrected."""
+        import pandas as pd
+
+        path = self.dir / SUPERSEDED
+        if not path.exists():
+            return pd.DataFrame(columns=list(_columns()))
+        return pd.read_csv(path, dtype={"git_commit": str, "uplink": str})
 
     def cells(self):
         import pandas as pd

@@ -83,15 +83,24 @@ def _tuned_cells(study, part: str, methods: list[str], exps: list[str] | None = 
 
     p = study.leaderboard
     exps = exps or [exp_name("tune", part, m) for m in methods]
-    picks = grid_choice(_grid_manifest(study, exps))
+    manifest = _grid_manifest(study, exps)
+    picks = grid_choice(manifest)
     out = {}
     for c in picks.values():
         if c is not None:
             grid = p["methods"][c["preset"]]
-            # a key with one value does not vary, so it is not in the row: take it from the grid
-            out[c["preset"]] = {"lr": c["value"], "params": {k: c["row"].get(k, v[0]) for k, v in grid.items()},
-                                "score": c["score"]}
+            out[c["preset"]] = {"lr": c["value"], "params": _cell_params(study, manifest, c["preset"], c["value"],
+                                                                          c["row"], grid), "score": c["score"]}
     return out
+
+
+def _cell_params(study, manifest: dict, preset: str, lr, row: dict, grid: dict) -> dict:
+    """The grid keys of a cell as its own run set them. A grid manifest's row holds only the keys that differ
+    among the runs it compares, and the continued cells often share a value that is not the grid's first (both
+    at λ = 0.9): a key missing from the row must come from the run, never from the grid."""
+    run = next(study.runs[e["run"]] for e in manifest["entries"]
+               if e["preset"] == preset and e["value"] == lr and e["row"] == row)
+    return {k: run.hparams[k] for k in grid}
 
 
 def _write(compute, study, out: str | Path) -> dict:
@@ -126,10 +135,11 @@ def compute_screen(study) -> dict:
     out = {"cells": k, "metric": study.tables[TUNING_TABLE]["metric"], "methods": {}}
     part = p["tuning"]["partitions"][0]
     for name, grid in p["methods"].items():
-        df = grid_scores(_grid_manifest(study, [exp_name("tune", part, name)]))
+        manifest = _grid_manifest(study, [exp_name("tune", part, name)])
+        df = grid_scores(manifest)
         params = dict(zip(df["row"], df["row_params"].map(json.loads)))
         cells = next(iter(ranked_cells(grid_means(df)).values()), [])  # one method per screen experiment
-        out["methods"][name] = [{"lr": value, "params": {key: params[row].get(key, vals[0]) for key, vals in grid.items()},
+        out["methods"][name] = [{"lr": value, "params": _cell_params(study, manifest, name, value, params[row], grid),
                                  "score": float(acc)} for row, value, acc in cells[:k]]
     return out
 

@@ -1,0 +1,66 @@
+"""The committed leaderboard evidence against the committed checkpoints: every later stage ran what the records
+of the stage before it select. The choice file (what the final and ablation runs used) must equal the picks the
+continuation records imply by the pages' own rule (evidence.lbstats), the continued cells must be the screen
+file's cells, and every final and ablation record must sit at its pick (or its rho = 0 twin). A checkpoint that
+named a setting its records do not support (a key filled from the grid instead of the run) fails here."""
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from fedflat.evidence import lbstats
+from fedflat.evidence.store import Evidence
+from fedflat.leaderboard.protocol import ablation_cell
+from fedflat.study import load_config_file
+
+REPO = Path(__file__).resolve().parents[2]
+EV = Evidence("leaderboard", REPO / "results/evidence")
+CHECKPOINTS = EV.dir / "checkpoints"
+
+
+@pytest.fixture(scope="module")
+def state():
+    if not (CHECKPOINTS / "tuning_choice.json").exists():
+        pytest.skip("no committed choice yet")  # the evidence of a leaderboard whose continuation has not run
+    lb = load_config_file(REPO / "config/leaderboard.yaml")["leaderboard"]
+    return EV.runs(), json.loads((CHECKPOINTS / "tuning_choice.json").read_text()), lb
+
+
+def _pick(choice, partition, preset):
+    return choice["partitions"][partition.split("-")[0]][preset]
+
+
+def _at(record, cell) -> bool:
+    h = json.loads(record.hparams)
+    return cell is not None and record.lr == cell["lr"] and all(h[k] == v for k, v in cell["params"].items())
+
+
+def test_the_choice_file_is_what_the_continuation_records_select(state):
+    runs, choice, _ = state
+    picks = lbstats.continuation_choices(runs, choice["metric"])
+    assert len(picks)
+    for r in picks.itertuples():
+        c = _pick(choice, r.partition, r.preset)
+        if math.isnan(r.lr):
+            assert c is None, (r.partition, r.preset)
+        else:
+            assert c is not None and c["lr"] == r.lr, (r.partition, r.preset)
+            assert c["params"] == {k: r.params[k] for k in choice["grids"][r.preset]}, (r.partition, r.preset)
+
+
+def test_the_continued_cells_are_the_screen_files_cells(state):
+    runs, _, _ = state
+    screen = json.loads((CHECKPOINTS / "screen_choice.json").read_text())["methods"]
+    cont = lbstats.stage_runs(runs, "continuation")
+    assert len(cont)
+    for r in cont.itertuples():
+        assert any(_at(r, c) for c in screen[r.preset]), (r.run_id, r.preset)
+
+
+def test_every_final_and_ablation_record_sits_at_its_pick(state):
+    runs, choice, lb = state
+    for r in lbstats.stage_runs(runs, "final").itertuples():
+        assert _at(r, _pick(choice, r.partition, r.preset)), r.run_id
+    for r in lbstats.stage_runs(runs, "ablation").itertuples():
+        assert _at(r, ablation_cell(lb, r.preset, _pick(choice, r.partition, r.preset))), r.run_id
