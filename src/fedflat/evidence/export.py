@@ -75,7 +75,7 @@ def export_study(study, root: Path = EVIDENCE, figures_root: Path = FIGURES, pru
         superseded = _supersede(old[old["run_id"].isin(kept.loc[gone, "run_id"])], out / SUPERSEDED)
         kept = kept[~gone]
         new = len(fresh) - int(old["run_id"].isin(fresh["run_id"]).sum())
-        fresh = pd.concat([kept, fresh], ignore_index=True) if len(kept) else fresh
+        fresh = _merge(kept, fresh)
     fresh = fresh.sort_values("run_id", kind="stable").reset_index(drop=True)
     _write_csv(fresh, runs_csv)
 
@@ -128,9 +128,16 @@ def _supersede(rows, path: Path) -> int:
     if not len(rows):
         return 0
     old = pd.read_csv(path, dtype={"git_commit": str}) if path.exists() else rows.iloc[:0]
-    both = pd.concat([old[~old["run_id"].isin(rows["run_id"])], rows], ignore_index=True)
-    _write_csv(both.sort_values("run_id", kind="stable"), path)
+    _write_csv(_merge(old, rows).sort_values("run_id", kind="stable"), path)
     return len(rows)
+
+
+def _merge(old, new):
+    """`new`'s records, and `old`'s for the runs `new` does not hold (a newer record of a run replaces its old one)."""
+    import pandas as pd
+
+    rest = old[~old["run_id"].isin(new["run_id"])]
+    return pd.concat([rest, new], ignore_index=True) if len(rest) else new
 
 
 def _write_csv(df, path: Path) -> None:

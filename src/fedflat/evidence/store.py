@@ -22,20 +22,19 @@ class Evidence:
         return (self.dir / "runs.csv").exists()
 
     def runs(self):
-        import pandas as pd
-
-        if not self.exists():
-            return pd.DataFrame(columns=list(_columns()))
-        return pd.read_csv(self.dir / "runs.csv", dtype={"git_commit": str, "uplink": str}, keep_default_na=True)
+        return self._records("runs.csv")
 
     def superseded(self):
         """Records of runs no experiment lists any more (export.py): made at a setting since corrected."""
+        return self._records(SUPERSEDED)
+
+    def _records(self, name: str):
         import pandas as pd
 
-        path = self.dir / SUPERSEDED
+        path = self.dir / name
         if not path.exists():
             return pd.DataFrame(columns=list(_columns()))
-        return pd.read_csv(path, dtype={"git_commit": str, "uplink": str})
+        return pd.read_csv(path, dtype={"git_commit": str, "uplink": str}, keep_default_na=True)
 
     def cells(self):
         import pandas as pd
