@@ -60,6 +60,13 @@ def _waiting(totals: dict, stage: str, what: str) -> str | None:
     return f"The {stage} stage is not complete in the evidence ({of}): {what} appears here once it is."
 
 
+def _final_stage(ctx, what: str):
+    """(the leaderboard's records, its config section, the waiting line or None once the final stage is complete)."""
+    runs = ctx.evidence("leaderboard").runs()
+    lb = _config(ctx)
+    return runs, lb, _waiting(stage_totals(runs, lb), "final", what)
+
+
 def status(ctx) -> str:
     runs = ctx.evidence("leaderboard").runs()
     lb = _config(ctx)
@@ -119,8 +126,7 @@ def ranking(ctx) -> str:
 
 
 def top(ctx, n: int | None = 10) -> str:
-    runs = ctx.evidence("leaderboard").runs()
-    wait = _waiting(stage_totals(runs, _config(ctx)), "final", "the ranking")
+    runs, _, wait = _final_stage(ctx, "the ranking")
     if wait:
         return wait
     ranks = lbstats.primary_ranks(runs)
@@ -148,8 +154,7 @@ def top(ctx, n: int | None = 10) -> str:
 
 
 def statistics(ctx) -> str:
-    runs = ctx.evidence("leaderboard").runs()
-    wait = _waiting(stage_totals(runs, _config(ctx)), "final", "every statistic of the final runs")
+    runs, _, wait = _final_stage(ctx, "every statistic of the final runs")
     if wait:
         return wait
     means = lbstats.final_means(runs)
@@ -277,9 +282,7 @@ def v1(ctx) -> str:
     """What changed against v1: its published ranks against v2's, per partition, with the agreement."""
     from . import lbv1
 
-    runs = ctx.evidence("leaderboard").runs()
-    lb = _config(ctx)
-    wait = _waiting(stage_totals(runs, lb), "final", "the comparison with v1's published ranks")
+    runs, lb, wait = _final_stage(ctx, "the comparison with v1's published ranks")
     if wait:
         return wait
     m = lbv1.moves(runs, lbv1.published(ctx), lbv1.methods(ctx), lb)
@@ -308,4 +311,47 @@ def v1(ctx) -> str:
     lines += ["", f"{len(agree)} rank correlations are reported here; intervals are 95 % percentile bootstraps over "
               f"the published methods (a selection, not a sample: v1 published the top 10 and the ranks it "
               f"discussed), so read them as descriptive."]
+    return "\n".join(lines)
+
+
+def claims(ctx) -> str:
+    """Each proposed method against the baselines of its paper's headline table, per partition (lbclaims)."""
+    from . import lbclaims
+
+    runs, lb, wait = _final_stage(ctx, "each paper's headline comparison")
+    if wait:
+        return wait
+    tables = {p: lbclaims.table_baselines(ctx.config("papers"), paper, table, p)
+              for p, (paper, table) in lbclaims.HEADLINE.items() if p in lb["methods"]}
+    c = lbclaims.claims(runs, {p: [b for b in bases if b in lb["methods"]] for p, (_, bases) in tables.items()})
+    ranks = lbstats.primary_ranks(runs)
+    label = dict(zip(ranks["preset"], ranks["label"]))
+    parts = _parts(c["partition"].unique())
+    counted = (lbclaims.BETTER, lbclaims.BASELINE_DIVERGED, lbclaims.WITHIN, lbclaims.WORSE, lbclaims.DIVERGED,
+               lbclaims.BOTH)
+    lines = ["| Method | its paper's table | " + " | ".join(_title(p) for p in parts) + " |",
+             "|---" * (len(parts) + 2) + "|"]
+    details = []
+    for proposed, (ref, bases) in tables.items():
+        ranked = [b for b in bases if b in lb["methods"]]
+        cells = []
+        for p in parts:
+            sub = c[(c["proposed"] == proposed) & (c["partition"] == p)]
+            n = sub["verdict"].value_counts()
+            cells.append(", ".join(f"{v} {int(n[v])}" for v in counted if n.get(v, 0)) + f" (of {len(sub)})"
+                         if len(sub) else "-")
+            lost = sub[~sub["verdict"].isin([lbclaims.BETTER, lbclaims.BASELINE_DIVERGED])]
+            if len(lost):
+                details.append(f"- {label.get(proposed, proposed)} on {_title(p)}, not beaten: " + "; ".join(
+                    f"{label.get(r.baseline, r.baseline)} ({r.verdict}"
+                    + (f", Δ {r.delta:+.2f} ± {_f(r.pooled_std)}" if not math.isnan(r.delta) else "") + ")"
+                    for r in lost.sort_values("delta", kind="stable").itertuples()))
+        unranked = [b for b in bases if b not in lb["methods"]]
+        lines.append(f"| {label.get(proposed, proposed)} | {ref}: {len(ranked)} baselines" + (f" ({len(unranked)} not ranked here: {', '.join(unranked)})" if unranked else "")
+                     + " | " + " | ".join(cells) + " |")
+    lines += ["", "Verdict counts per partition: the proposed method's final test accuracy against each baseline's, "
+              "better or worse where the means (completed seeds) differ by at least the two methods' pooled seed "
+              "standard deviation, within the seed spread otherwise; a diverged final seed or no stable setting "
+              "loses to a method whose every seed completed. Every pair the proposed method does not win, with "
+              "Δ = proposed minus baseline (points) ± the pooled seed std:", ""] + (details or ["- none."])
     return "\n".join(lines)
