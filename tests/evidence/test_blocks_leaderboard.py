@@ -21,6 +21,11 @@ def test_choice_ablation_and_ranking_blocks_from_complete_stages(tmp_path):
     # pick 80 against its rho = 0 twin's 78: +2 points, beyond the final seeds' spread (85, 86, 87: std 1)
     assert abl.count("| IID |") == n_rho and "+2.00 | 1.00 | the ascent helps" in abl
     assert f"- IID: the ascent helps: {n_rho}." in abl
+    assert "| IID | FEDSAM | FEDAVG | 80.00 | 78.00 |" in abl and "| IID | FEDTOGA | - |" in abl  # ρ = 0 is FedAvg
+    assert "FEDSAM → FEDAVG" in abl and "The screen holds no pair of such runs." in abl
+    # complete_rows continues every base method at its grid's top lr, the twins' lr: FedAvg's diverged on IID
+    # (statuses disagree), elsewhere 80 against the twins' 78
+    assert "the largest difference is 2.00 points (the median 2.00)" in abl
     top = lb.top(ctx)
     assert "not complete" not in top and top.count("\n") == 11  # header, rule and the top 10
     full = lb.ranking(ctx).splitlines()

@@ -109,6 +109,27 @@ def test_ablation_verdict_against_the_final_seed_spread():
     assert v.loc["fedsmoo", "verdict"] == "ρ = 0 is better"  # -3.00 < -1.41
     # the twin (a continued cell too) diverged where the pick completed: the ascent is what keeps it stable
     assert v.loc["fedasam", "verdict"] == "ρ = 0 diverged" and np.isnan(v.loc["fedasam", "delta"])
+    # the twin is, by an exact reduction, another ranked method (algorithms.reductions.RHO0)
+    assert v["same_as"].to_dict() == {"fedasam": "fedavg", "fedgamma": "scaffold", "fedsam": "fedavg", "fedsmoo": "feddyn"}
+
+
+def test_reduction_pairs_match_the_base_cell_at_the_same_lr_and_shared_keys():
+    s = "tune_dir0p3_x"
+    runs = pd.DataFrame([
+        _rec(s, "fedsam", "dir0.3", 0, 80.0, lr=0.3, hparams={"rho": 0.0}),
+        _rec(s, "fedavg", "dir0.3", 0, 80.0, lr=0.3),                              # identical: delta 0
+        _rec(s, "fedsam", "dir0.3", 0, 81.0, lr=0.3, hparams={"rho": 0.05}),        # the ascent on: no pair
+        _rec(s, "fedsam", "dir0.3", 0, 0, lr=0.1, hparams={"rho": 0.0}, status="diverged"),
+        _rec(s, "fedavg", "dir0.3", 0, 79.0, lr=0.1),                              # statuses differ
+        _rec(s, "fedspeed", "dir0.3", 0, 77.5, lr=0.1, hparams={"rho": 0.0, "alpha": 0.1}),
+        _rec(s, "feddyn", "dir0.3", 0, 77.0, lr=0.1, hparams={"alpha": 0.1}),      # +0.5
+        _rec(s, "feddyn", "dir0.3", 0, 70.0, lr=0.1, hparams={"alpha": 0.01}),     # another alpha: no pair
+        _rec("cont_iid", "fedavg", "iid", 0, 80.0, lr=0.3)])                       # another stage: no pair
+    p = lbstats.reduction_pairs(runs).set_index(["preset", "lr"])
+    assert len(p) == 3
+    assert p.loc[("fedsam", 0.3), "delta"] == 0.0 and p.loc[("fedspeed", 0.1), "delta"] == pytest.approx(0.5)
+    assert p.loc[("fedsam", 0.1), ["status", "base_status"]].tolist() == ["diverged", "completed"]
+    assert np.isnan(p.loc[("fedsam", 0.1), "delta"])
 
 
 def test_flatness_accuracy_by_hand():

@@ -253,19 +253,53 @@ def ablation(ctx) -> str:
     if wait:
         return wait
     v = lbstats.ablation_verdicts(runs)
+    label = _labels(runs)
     parts = _parts(v["partition"].unique())
-    lines = ["| Partition | Method | pick (val. %) | ρ = 0 (val. %) | Δ | seed std (final) | verdict |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| Partition | Method | ρ = 0 is | pick (val. %) | ρ = 0 (val. %) | Δ | seed std (final) | verdict |",
+             "|---|---|---|---|---|---|---|---|"]
     for p in parts:
         for r in v[v["partition"] == p].sort_values("delta", ascending=False, kind="stable").itertuples():
-            lines.append(f"| {_title(p)} | {r.label} | {_f(r.pick)} | {_f(r.ablation)} | "
+            lines.append(f"| {_title(p)} | {r.label} | {label.get(r.same_as, '-')} | {_f(r.pick)} | {_f(r.ablation)} | "
                          f"{'-' if math.isnan(r.delta) else f'{r.delta:+.2f}'} | {_f(r.std)} | {r.verdict} |")
     counts = v.groupby("partition")["verdict"].value_counts().unstack(fill_value=0)
     lines.append("")
     for p in parts:
         row = counts.loc[p] if p in counts.index else {}
         lines.append(f"- {_title(p)}: " + ", ".join(f"{k}: {int(n)}" for k, n in row.items() if n) + ".")
-    return "\n".join(lines)
+    return "\n".join(lines + ["", _reductions_line(v, lbstats.reduction_pairs(runs), label,
+                                                   lbstats.reduction_pairs(runs, "ablation", "continuation"))])
+
+
+def _labels(runs) -> dict[str, str]:
+    """preset -> its label, as the records name it (without the setting)."""
+    return dict(zip(runs["preset"], runs["label"].astype(str).str.split(" lr=").str[0]))
+
+
+def _pairs_text(pairs) -> str:
+    """'their status agrees in a; of the n pairs that both completed, k have identical validation scores, ...'."""
+    done = pairs["delta"].dropna()
+    text = f"their status agrees in {int((pairs['status'] == pairs['base_status']).sum())}"
+    if not len(done):
+        return text
+    return text + (f"; of the {len(done)} pairs that both completed, {int((done == 0).sum())} have identical "
+                   f"validation scores, and the largest difference is {done.abs().max():.2f} points (the median "
+                   f"{done.abs().median():.2f})")
+
+
+def _reductions_line(v, screen, label: dict, served) -> str:
+    """Which twins are another ranked method (an exact reduction); which of them a continued run of that method
+    already had; and what the screen's pairs of such runs show."""
+    same = v[v["same_as"] != ""]
+    names = sorted({f"{label.get(r.preset, r.preset)} → {label.get(r.same_as, r.same_as)}" for r in same.itertuples()})
+    text = (f"ρ = 0 is another ranked method at the same setting for {len(same)} of the {len(v)} twins, by an exact "
+            f"reduction (`fedflat.algorithms.reductions`, each proved to 1e-12 on a tiny model by "
+            f"`tests/algorithms/test_rho0_reductions.py`): " + (", ".join(names) or "none") + ". ")
+    text += (f"For {len(served)} of them a continued cell of that method has the same setting on the same partition: "
+             + _pairs_text(served) + ". " if len(served) else "No continued cell of those methods has a twin's setting. ")
+    if not len(screen):
+        return text + "The screen holds no pair of such runs."
+    return text + (f"The screen holds {len(screen)} pairs of such runs (a ρ = 0 cell and its base method's cell at "
+                   f"the same lr and shared keys): " + _pairs_text(screen) + ".")
 
 
 def _move_cell(r) -> str:

@@ -155,7 +155,9 @@ def continuation_choices(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.D
 def ablation_verdicts(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.DataFrame:
     """Per (partition, SAM-type preset) with a rho = 0 ablation run: the pick's full-horizon validation score,
     its rho = 0 twin's, their difference, the seed spread of the method's final test accuracy, and the verdict
-    (leaderboard.stats.ascent_verdict, the leaderboard table's own rule)."""
+    (leaderboard.stats.ascent_verdict, the leaderboard table's own rule); `same_as`: the preset the twin is by an
+    exact reduction (algorithms.reductions.RHO0), or "" where none holds."""
+    from ..algorithms.reductions import rho0_base
     from ..leaderboard.stats import ascent_verdict
 
     abl = stage_runs(runs, "ablation")
@@ -171,9 +173,10 @@ def ablation_verdicts(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.Data
             pick = float(picks["score"].get((part, preset), float("nan")))
             std = float(fin["std"].get((part, preset), float("nan"))) if fin is not None else float("nan")
             d = pick - score
+            same = rho0_base(preset, sub["params"].iloc[0])
             out.append({"partition": part, "preset": preset, "label": str(sub["label"].iloc[0]).split(" lr=")[0],
                         "lr": lr, "pick": pick, "ablation": score, "delta": d, "std": std,
-                        "verdict": ascent_verdict(pick, score, std)})
+                        "verdict": ascent_verdict(pick, score, std), "same_as": same[0] if same else ""})
     return pd.DataFrame(out)
 
 
@@ -211,3 +214,26 @@ def picks_against_screen(runs: pd.DataFrame, lb: dict) -> pd.DataFrame:
     picks = continuation_choices(runs, lb["tuning"].get("metric", "last10_acc"))
     kept = [not np.isnan(r.lr) and screen.get(r.preset) == key(r.lr, r.params, r.preset) for r in picks.itertuples()]
     return picks.assign(screen_pick=kept)
+
+
+def reduction_pairs(runs: pd.DataFrame, stage: str = "screen", base_stage: str | None = None) -> pd.DataFrame:
+    """Every pair of runs that an exact rho = 0 reduction (algorithms.reductions.RHO0) says compute the same thing:
+    a SAM-type preset's rho = 0 run of `stage` and its base preset's run of `base_stage` (default: the same stage)
+    on the same partition, at the same lr and shared keys. Per pair: both statuses and the difference of their
+    `last10_acc` (NaN unless both completed)."""
+    from ..algorithms.reductions import rho0_base
+
+    r = stage_runs(runs, base_stage or stage)
+    out = []
+    for a in stage_runs(runs, stage).itertuples():
+        rb = rho0_base(a.preset, a.params)
+        if rb is None:
+            continue
+        base, shared = rb
+        m = r[(r["preset"] == base) & (r["partition"] == a.partition) & (r["lr"].astype(float) == float(a.lr))]
+        for b in m[m["params"].map(lambda p: all(p.get(k) == v for k, v in shared.items()))].itertuples():
+            both = a.status == b.status == "completed"
+            out.append({"preset": a.preset, "base": base, "partition": a.partition, "lr": float(a.lr),
+                        "status": a.status, "base_status": b.status,
+                        "delta": float(a.last10_acc) - float(b.last10_acc) if both else float("nan")})
+    return pd.DataFrame(out, columns=["preset", "base", "partition", "lr", "status", "base_status", "delta"])
