@@ -29,7 +29,12 @@ def test_choice_ablation_and_ranking_blocks_from_complete_stages(tmp_path):
     top = lb.top(ctx)
     assert "not complete" not in top and top.count("\n") == 11  # header, rule and the top 10
     full = lb.ranking(ctx).splitlines()
-    assert len(full) == 2 + len(cfg["methods"])  # every method, on every partition
+    assert len(full) == 2 + len(cfg["methods"]) + 1 + len(cfg["partitions"])  # every method, then band 1 per partition
+    # every completed method has the same seeds (85, 86, 87), so all share the best one's band
+    head, names = full[-1].rsplit(": ", 1)
+    assert head == "- Band 1 on Dir(0.1) (within the pooled seed spread of the best method)"
+    assert names.endswith(f" ({len(cfg['methods'])} methods).")
+    assert set(names.split(" (")[0].split(", ")) == {m.upper() for m in cfg["methods"]}
     assert ", band 1) |" in full[2] and "band 1.0" not in "\n".join(full)  # bands print as integers
     # FEDAVG had no stable setting on IID: it ranks below every method that ran there
     assert next(r for r in full if r.startswith("| FEDAVG |")).split(" | ")[1] == f"no stable setting ({len(cfg['methods']):g})"

@@ -150,6 +150,12 @@ def top(ctx, n: int | None = 10) -> str:
                 cells.append(f"{_f(r.mean)} ± {_f(r.std)} ({r.rank:g}, band {r.band})")
         label = ranks.loc[ranks["preset"] == preset, "label"].iloc[0]
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {order[preset]:.2f} |")
+    if n is None:  # the docs page: who cannot be told apart from the best, per partition
+        lines.append("")
+        for p in parts:
+            first = ranks[(ranks["partition"] == p) & (ranks["band"] == 1)].sort_values("rank", kind="stable")
+            lines.append(f"- Band 1 on {_title(p)} (within the pooled seed spread of the best method): "
+                         f"{', '.join(first['label'])} ({len(first)} methods).")
     return "\n".join(lines)
 
 
