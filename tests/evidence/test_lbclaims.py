@@ -63,6 +63,8 @@ def test_claims_block_from_complete_stages(tmp_path):
     assert sol.endswith("| worse 7 (of 7) |") and "better (baseline diverged) 1, worse 6 (of 7)" in sol
     assert "- FEDSOL on Dir(0.1), not beaten: FEDAVG (worse, Δ -5.00 ± 1.00)" in text
     assert "FEDSAM (worse, Δ -5.00 ± 1.00)" in text
+    short = lb.claims_summary(ctx)  # the README's: the same counts, the pairs left to the docs page
+    assert row in short and "- FEDSOL" not in short and short.endswith("The pairs behind each count: `docs/leaderboard.md`.")
 
 
 def test_claims_block_waits_for_the_final_stage(tmp_path):

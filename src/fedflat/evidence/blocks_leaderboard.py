@@ -354,7 +354,12 @@ def v1(ctx) -> str:
     return "\n".join(lines)
 
 
-def claims(ctx) -> str:
+def claims_summary(ctx) -> str:
+    """The README's view of `claims`: the verdict counts, without the pairs the proposed method does not win."""
+    return claims(ctx, details=False)
+
+
+def claims(ctx, details: bool = True) -> str:
     """Each proposed method against the baselines of its paper's headline table, per partition (lbclaims)."""
     from . import lbclaims
 
@@ -371,7 +376,7 @@ def claims(ctx) -> str:
                lbclaims.BOTH)
     lines = ["| Method | its paper's table | " + " | ".join(_title(p) for p in parts) + " |",
              "|---" * (len(parts) + 2) + "|"]
-    details = []
+    lost = []
     for proposed, (ref, bases) in tables.items():
         ranked = [b for b in bases if b in lb["methods"]]
         cells = []
@@ -380,18 +385,21 @@ def claims(ctx) -> str:
             n = sub["verdict"].value_counts()
             cells.append(", ".join(f"{v} {int(n[v])}" for v in counted if n.get(v, 0)) + f" (of {len(sub)})"
                          if len(sub) else "-")
-            lost = sub[~sub["verdict"].isin([lbclaims.BETTER, lbclaims.BASELINE_DIVERGED])]
-            if len(lost):
-                details.append(f"- {label.get(proposed, proposed)} on {_title(p)}, not beaten: " + "; ".join(
+            if len(unwon := sub[~sub["verdict"].isin([lbclaims.BETTER, lbclaims.BASELINE_DIVERGED])]):
+                lost.append(f"- {label.get(proposed, proposed)} on {_title(p)}, not beaten: " + "; ".join(
                     f"{label.get(r.baseline, r.baseline)} ({r.verdict}"
                     + (f", Δ {r.delta:+.2f} ± {_f(r.pooled_std)}" if not math.isnan(r.delta) else "") + ")"
-                    for r in lost.sort_values("delta", kind="stable").itertuples()))
+                    for r in unwon.sort_values("delta", kind="stable").itertuples()))
         unranked = [b for b in bases if b not in lb["methods"]]
-        lines.append(f"| {label.get(proposed, proposed)} | {ref}: {len(ranked)} baselines" + (f" ({len(unranked)} not ranked here: {', '.join(unranked)})" if unranked else "")
+        lines.append(f"| {label.get(proposed, proposed)} | {ref}: {len(ranked)} baselines"
+                     + (f" ({len(unranked)} not ranked here: {', '.join(unranked)})" if unranked else "")
                      + " | " + " | ".join(cells) + " |")
     lines += ["", "Verdict counts per partition: the proposed method's final test accuracy against each baseline's, "
               "better or worse where the means (completed seeds) differ by at least the two methods' pooled seed "
               "standard deviation, within the seed spread otherwise; a diverged final seed or no stable setting "
-              "loses to a method whose every seed completed. Every pair the proposed method does not win, with "
-              "Δ = proposed minus baseline (points) ± the pooled seed std:", ""] + (details or ["- none."])
-    return "\n".join(lines)
+              "loses to a method whose every seed completed."]
+    if not details:
+        lines[-1] += " The pairs behind each count: `docs/leaderboard.md`."
+        return "\n".join(lines)
+    lines[-1] += " Every pair the proposed method does not win, with Δ = proposed minus baseline (points) ± the pooled seed std:"
+    return "\n".join(lines + [""] + (lost or ["- none."]))

@@ -27,7 +27,8 @@ ATLAS = "docs/atlas.md"
 PAGES: dict[str, dict[str, Callable]] = {
     "README.md": {"readme-reproduction": rep.summary_linking("docs/reproduction.md"),
                   "readme-leaderboard-status": lb.status,
-                  "readme-leaderboard-top": lb.top},
+                  "readme-leaderboard-top": lb.top,
+                  "readme-leaderboard-claims": lb.claims_summary},
     "docs/leaderboard.md": {"leaderboard-status": lb.status, "leaderboard-screen": lb.screen,
                             "leaderboard-choice": lb.choice, "leaderboard-ablation": lb.ablation,
                             "leaderboard-top": lb.ranking, "leaderboard-statistics": lb.statistics,
