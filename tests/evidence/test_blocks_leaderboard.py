@@ -81,3 +81,18 @@ def test_status_counts_superseded_runs_apart(tmp_path):
     pd.DataFrame(gone, columns=list(COLUMNS)).to_csv(tmp_path / "results/evidence/leaderboard/superseded.csv", index=False)
     text = lb.status(ctx)
     assert "| final | 1 | 1 | 0 |" in text and "3 runs made at a pick since corrected (2 final, 1 ablation;" in text
+
+
+def test_figures_block_links_the_committed_pngs_once_all_four_are_there(tmp_path):
+    from fedflat.leaderboard.protocol import FIGURES
+
+    ctx = lb_context(tmp_path, [])
+    out = tmp_path / "figures/evidence/leaderboard"
+    out.mkdir(parents=True)
+    names = list(FIGURES)
+    for name in names[:-1]:
+        (out / f"{name}.png").write_bytes(b"png")
+    assert lb.figures(ctx).startswith(f"Not in the committed evidence yet ({names[-1]})")
+    (out / f"{names[-1]}.png").write_bytes(b"png")
+    text = lb.figures(ctx)
+    assert text.count("![") == 4 and f"(../figures/evidence/leaderboard/{names[0]}.png)" in text

@@ -403,3 +403,15 @@ def claims(ctx, details: bool = True) -> str:
         return "\n".join(lines)
     lines[-1] += " Every pair the proposed method does not win, with Δ = proposed minus baseline (points) ± the pooled seed std:"
     return "\n".join(lines + [""] + (lost or ["- none."]))
+
+
+def figures(ctx) -> str:
+    """The study's four figures, as committed with the evidence (figures/evidence/leaderboard/)."""
+    from ..leaderboard.protocol import FIGURES
+
+    links = {name: ctx.figure_link("leaderboard", name) for name in FIGURES}
+    if not all(links.values()):
+        missing = ", ".join(n for n, link in links.items() if not link)
+        return (f"Not in the committed evidence yet ({missing}): the figures are exported once the final stage is "
+                f"complete and `snakemake --configfile config/leaderboard.yaml` has rendered them.")
+    return "\n\n".join(f"**{title}** (`{name}`)\n\n![{title}]({links[name]})" for name, title in FIGURES.items())

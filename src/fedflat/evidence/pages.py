@@ -33,7 +33,7 @@ PAGES: dict[str, dict[str, Callable]] = {
                             "leaderboard-choice": lb.choice, "leaderboard-ablation": lb.ablation,
                             "leaderboard-top": lb.ranking, "leaderboard-statistics": lb.statistics,
                             "leaderboard-cost": lb.cost, "leaderboard-v1": lb.v1,
-                            "leaderboard-claims": lb.claims},
+                            "leaderboard-claims": lb.claims, "leaderboard-figures": lb.figures},
     "docs/reproduction.md": {"fedsynsam-summary": rep.summary_linking(""),
                              **{f"fedsynsam-{t}": rep.target(t) for t in rep.TARGETS},
                              **{f"fedsynsam-{f}": rep.figure(f) for f in rep.FIGURES},
