@@ -155,7 +155,7 @@ def top(ctx, n: int | None = 10) -> str:
         for p in parts:
             first = ranks[(ranks["partition"] == p) & (ranks["band"] == 1)].sort_values("rank", kind="stable")
             lines.append(f"- Band 1 on {_title(p)} (within the pooled seed spread of the best method): "
-                         f"{', '.join(first['label'])} ({len(first)} methods).")
+                         f"{', '.join(first['label'])} ({len(first)} method{'s' if len(first) != 1 else ''}).")
     return "\n".join(lines)
 
 
