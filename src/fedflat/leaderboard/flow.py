@@ -222,16 +222,26 @@ def ablation_experiments(study) -> dict[str, list[tuple[str, dict]]]:
     return study.final_cache["chosen_runs"]["ablation"]
 
 
-def register_known_stages(study) -> None:
-    """Register the runs of every stage whose checkpoint file already exists (evidence export, progress): a
-    read, never a build. Stages whose checkpoint is missing stay unregistered."""
-    if continuation_on(study) and Path(screen_path(study)).exists():
+def read_checkpoint_files(study) -> tuple[bool, bool]:
+    """Point `study.screen` and `study.choice` at the checkpoint files that exist (a read, never a build); returns
+    (screen known, choice known)."""
+    screen = continuation_on(study) and Path(screen_path(study)).exists()
+    if screen:
         study.screen = lambda: json.loads(Path(screen_path(study)).read_text())  # the file, not a checkpoint getter
+    choice = Path(choice_path(study)).exists()
+    if choice:
+        study.choice = lambda: json.loads(Path(choice_path(study)).read_text())
+    return screen, choice
+
+
+def register_known_stages(study) -> None:
+    """Register the runs of every stage whose checkpoint file already exists (evidence export): a read, never a
+    build. Stages whose checkpoint is missing stay unregistered."""
+    screen, choice = read_checkpoint_files(study)
+    if screen:
         continuation_experiments(study)
-    if not Path(choice_path(study)).exists():
-        return
-    study.choice = lambda: json.loads(Path(choice_path(study)).read_text())
-    final_experiments(study)
+    if choice:
+        final_experiments(study)
 
 
 def evidence_gaps(study) -> list[str]:

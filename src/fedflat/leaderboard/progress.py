@@ -4,11 +4,10 @@ first joins its DAG only when the checkpoint before it has been written, and a r
 evidence (fedflat.recorded) is not scheduled at all."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..recorded import covers
-from .flow import choice_path, continuation_on, screen_path
+from .flow import continuation_on, read_checkpoint_files
 
 
 def _count(study, runs) -> dict:
@@ -48,14 +47,13 @@ def progress(study) -> list[tuple[str, str]]:
     tuning = [(rid, lab) for e in spec["experiments"] for rid, lab in study.experiments[e]]
     first = "screen" if continuation_on(study) else "tuning"
     rows = [(first, _state(_count(study, tuning)))]
+    screen, choice = read_checkpoint_files(study)
     if continuation_on(study):
-        if not Path(screen_path(study)).exists():
+        if not screen:
             return rows + [("continuation", "waits for the screen (checkpoint leaderboard_screen)")]
-        study.screen = lambda: json.loads(Path(screen_path(study)).read_text())
         rows.append(("continuation", _state(_count(study, _entries(continuation_experiments(study))))))
-    if not Path(choice_path(study)).exists():
+    if not choice:
         return rows + [("final", "waits for the tuning choice (checkpoint leaderboard_choice)")]
-    study.choice = lambda: json.loads(Path(choice_path(study)).read_text())
     rows.append(("final", _state(_count(study, _entries(final_experiments(study))), hessians=True)))
     if continuation_on(study):
         rows.append(("ablation", _state(_count(study, _entries(ablation_experiments(study))))))
