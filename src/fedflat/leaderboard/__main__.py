@@ -18,7 +18,7 @@ def main(argv=None) -> int:
     ap.add_argument("--scale", choices=("paper", "reduced", "tiny"))
     ap.add_argument("--dataset", help="override leaderboard.dataset (e.g. cifar10)")
     ap.add_argument("--model", help="override leaderboard.model (e.g. resnet18)")
-    ap.add_argument("--cores", type=int, default=2, help="parallel jobs for the wall-time estimate")
+    ap.add_argument("--cores", type=int, default=2, help="parallel jobs for the wall-time estimate (and the time left)")
     ap.add_argument("--progress", action="store_true", help="count the runs done so far, per stage (run it where "
                     "Snakemake runs: it reads results/)")
     a = ap.parse_args(argv)
@@ -33,7 +33,7 @@ def main(argv=None) -> int:
             from ..study import load_study
             from .progress import progress, render as render_progress
 
-            print(render_progress(progress(load_study(cfg))))
+            print(render_progress(progress(load_study(cfg), a.cores)))
             return 0
         est = estimate(cfg, a.cores)
     except ConfigError as exc:
