@@ -111,6 +111,9 @@ def test_the_table_ranks_diverged_methods_below_and_reports_the_ablation(study, 
     assert iid.loc["FedAvg", "rank"] == 1 and iid.loc["FedNSAM", "rank"] == 2 and iid.loc["FedSAM", "rank"] == 3
     assert iid.loc["FedAvg", "band"] == 1 and iid.loc["FedNSAM", "band"] == 2
     md = (tmp_path / "lb.md").read_text()
+    c = study.leaderboard["tuning"]["continuation"]
+    assert (f"then each method's best {c['cells']} of those cells run the full "
+            f"{study.runs[rid].training['rounds']} rounds on every ranked partition") in md  # the header says how it chose
     header = md[md.index("## IID"):].splitlines()[2]
     assert "| Band " in header and "| Trials " in header and "## Does the ascent help? The ρ = 0 ablation" in md
     ab = md[md.index("## Does the ascent help?"):]

@@ -30,9 +30,12 @@ def protocol_text(m: dict) -> str:
             f"every method (one round and one local-work budget), seeds {p['seeds']}. Tuning, the same for every "
             f"method: {tu['trials']} trials of {tu['rounds']} rounds each: lr in {tu['lr']} times 4 points of its own "
             f"key hyperparameters, or {len(tu['lr_only'])} lr values for a method without one; "
-            f"seeds {tu['seeds']}, on {', '.join(tu['partitions'])}, scored by {tu['metric']} "
-            f"on a validation split of {100 * tu['holdout']:g} % of every client's training samples (never the test "
-            f"split); grid, scores and choices: tuning.md.{scale}")
+            f"seeds {tu['seeds']}, on {', '.join(tu['partitions'])}"
+            + (f"; then each method's best {c['cells']} of those cells run the full {tr['rounds']} rounds on every "
+               f"ranked partition (seeds {c['seeds']}), and each partition picks its own cell (a diverged one never)"
+               if (c := tu.get("continuation")) else "")
+            + f"; scored by {tu['metric']} on a validation split of {100 * tu['holdout']:g} % of every client's "
+              f"training samples (never the test split); grid, scores and choices: tuning.md.{scale}")
 
 
 UNSTABLE = "no stable setting (every continued cell diverged; not run)"
