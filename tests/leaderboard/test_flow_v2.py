@@ -119,6 +119,9 @@ def test_the_table_ranks_diverged_methods_below_and_reports_the_ablation(study, 
     ab = md[md.index("## Does the ascent help?"):]
     assert "the ascent helps" in ab  # FedNSAM: 75 (pick) vs 50 (rho = 0), far beyond its seed spread
     assert m["trials"] == {"FedAvg": 3, "FedSAM": 6, "FedNSAM": 3}
+    assert m["continued"] == {"FedAvg": 2, "FedSAM": 2, "FedNSAM": 2}
+    row = next(r for r in md[md.index("## IID"):].splitlines() if "| FedSAM " in r)
+    assert "| 6 + 2 " in row  # screen trials + full-horizon continuations
 
 
 def test_a_key_the_continued_cells_share_keeps_its_value(tmp_path, monkeypatch):

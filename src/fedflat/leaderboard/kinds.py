@@ -78,6 +78,9 @@ def _manifest(study, name: str, spec: dict) -> dict:
              for m, g in p["methods"].items()}
     return {"title": spec.get("title", name), "partitions": p["partitions"], "entries": entries, "chosen": picks,
             "trials": trials, "grids": grids,
+            # full-horizon continuations per partition: each method's best screen cells (fewer where fewer completed)
+            "continued": ({PRESETS.get(m).label: len(cells) for m, cells in study.screen()["methods"].items()}
+                          if continuation_on(study) else {}),
             "ablations": _ablations(study) if continuation_on(study) else [],
             "protocol": {"dataset": p["dataset"], "model": p["model"], "seeds": p["seeds"], "tuning": tuning,
                          "excluded": {PRESETS.get(k).label: v for k, v in p["excluded"].items()},

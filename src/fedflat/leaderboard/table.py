@@ -124,8 +124,16 @@ def _ablation_section(m: dict, agg: pd.DataFrame, titles: dict) -> str:
               "twin blew up where the pick completed.\n")
 
 
+def _trials(method: str, trials: dict | None, continued: dict | None) -> str:
+    """'16 + 2': screen trials plus full-horizon continuations (per partition); '16' without a continuation."""
+    n = (trials or {}).get(method)
+    if n is None:
+        return "—"
+    return f"{n} + {continued.get(method, 0)}" if continued else f"{n}"
+
+
 def _partition_table(df: pd.DataFrame, chosen: dict, trials: dict | None = None,
-                     grids: dict | None = None) -> pd.DataFrame:
+                     grids: dict | None = None, continued: dict | None = None) -> pd.DataFrame:
     """One row per method; the second rank is the one over completed seeds (where it differs from the primary
     rank, a blow-up decided the place)."""
     rows = []
@@ -135,7 +143,7 @@ def _partition_table(df: pd.DataFrame, chosen: dict, trials: dict | None = None,
                else f"{r['final_acc']:.2f} ± {r['final_std']:.2f}")
         rows.append({"Rank": _num(r["rank"], "{:g}"), "Band": _num(r.get("band"), "{:g}"),
                      "Rank, completed seeds": _num(r["ok_rank"], "{:g}"),
-                     "Method": r["method"], "Trials": (trials or {}).get(r["method"], "—"), "Final acc (%)": acc,
+                     "Method": r["method"], "Trials": _trials(r["method"], trials, continued), "Final acc (%)": acc,
                      "Last 10 % (%)": _num(r["last10_acc"], "{:.2f}"), "λ_max": _num(r["lambda_max"]),
                      "Tr(H)": _num(r["trace"]), "Flatness dist.": _num(r["flatness"]),
                      "Up floats/round": _num(r["up_floats"], "{:.4g}"), "Down floats/round": _num(r["down_floats"], "{:.4g}"),
@@ -158,7 +166,7 @@ def render_leaderboard(m: dict, out_base: Path) -> pd.DataFrame:
     tex = []
     for p in parts:
         t = _partition_table(agg[agg["partition"] == p], m["chosen"].get(p, {}), m.get("trials"),
-                             m.get("grids"))
+                             m.get("grids"), m.get("continued"))
         sections += [f"## {titles[p]}\n", t.to_markdown(index=False, disable_numparse=True) + "\n"]
         tex.append(t.to_latex(index=False, escape=True, caption=f"Leaderboard, {titles[p]}", label=f"tab:leaderboard_{p}"))
     sections.append(_flatness_section(agg, m["chosen"], parts, titles))
@@ -175,7 +183,8 @@ def render_leaderboard(m: dict, out_base: Path) -> pd.DataFrame:
         f"that ran it. A method with a diverged seed has no mean and ranks below every method whose seeds all completed, "
         f"ordered by its completed seeds' mean (\"diverged k/n\": k of its n seeds; the others' mean ± std in "
         f"brackets); Band: methods whose means differ by less than their pooled seed standard deviation share a "
-        f"band (opened by its best method); Trials: tuning trials of the method; [edge: k]: the chosen k lies on "
+        f"band (opened by its best method); Trials: the method's tuning trials (with the continuation: screen "
+        f"trials + full-horizon continuations per partition); [edge: k]: the chosen k lies on "
         f"the edge of a grid of 3 or more values; its curvature, flatness and wall time average its completed "
         f"seeds. \"Rank, completed seeds\" ranks every method by the mean of its completed seeds alone. Pareto "
         f"figures: cost until a run first reaches {100 * REACH:g} % of its own final accuracy.\n\n"
