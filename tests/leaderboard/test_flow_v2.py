@@ -118,6 +118,9 @@ def test_the_table_ranks_diverged_methods_below_and_reports_the_ablation(study, 
     assert "| Band " in header and "| Trials " in header and "## Does the ascent help? The ρ = 0 ablation" in md
     ab = md[md.index("## Does the ascent help?"):]
     assert "the ascent helps" in ab  # FedNSAM: 75 (pick) vs 50 (rho = 0), far beyond its seed spread
+    # FedSAM's twin is FedAvg; FedNSAM's (its lam kept) is FedAvg+Nesterov (algorithms.reductions)
+    cells = {r.split("|")[2].strip(): r.split("|")[3].strip() for r in ab.splitlines() if r.startswith("| IID")}
+    assert cells == {"FedSAM": "FedAvg", "FedNSAM": "FedAvg+Nesterov"}
     assert m["trials"] == {"FedAvg": 3, "FedSAM": 6, "FedNSAM": 3}
     assert m["continued"] == {"FedAvg": 2, "FedSAM": 2, "FedNSAM": 2}
     row = next(r for r in md[md.index("## IID"):].splitlines() if "| FedSAM " in r)

@@ -259,6 +259,7 @@ def ablation(ctx) -> str:
     if wait:
         return wait
     v = lbstats.ablation_verdicts(runs)
+    v.loc[~v["same_as"].isin(list(_config(ctx)["methods"])), "same_as"] = ""  # only a method ranked here serves
     label = _labels(runs)
     parts = _parts(v["partition"].unique())
     lines = ["| Partition | Method | ρ = 0 is | pick (val. %) | ρ = 0 (val. %) | Δ | seed std (final) | verdict |",

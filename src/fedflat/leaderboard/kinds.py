@@ -35,6 +35,7 @@ def _inputs(study, name: str, hessian: bool) -> list[str]:
 def _ablations(study) -> list[dict]:
     """Per (partition, SAM-type method): the pick's continuation runs and its rho = 0 twin's runs (validation)."""
     from ..algorithms import PRESETS
+    from ..algorithms.reductions import rho0_base
     from .flow import ablation_experiments, continuation_experiments
     from .protocol import ablation_cell, choice_for
 
@@ -51,8 +52,10 @@ def _ablations(study) -> list[dict]:
         for name, pick in picks.items():
             a = ablation_cell(p, name, pick)
             if a is not None:
+                same = rho0_base(name, {**PRESETS.get(name).resolve(a["params"]), **a["params"]})
                 out.append({"partition": part, "preset": name, "method": PRESETS.get(name).label, "pick": runs_at(
-                    conts.get(part, []), name, pick), "ablation": runs_at(ablations.get(part, []), name, a)})
+                    conts.get(part, []), name, pick), "ablation": runs_at(ablations.get(part, []), name, a),
+                    "same_as": PRESETS.get(same[0]).label if same else ""})  # the method rho = 0 is
     return out
 
 

@@ -113,7 +113,8 @@ def _ablation_section(m: dict, agg: pd.DataFrame, titles: dict) -> str:
         std = by["ok_std"].get((a["partition"], a["method"]), float("nan"))
         d = pick - abl
         verdict = ascent_verdict(pick, abl, std)
-        rows.append({"Partition": titles[a["partition"]], "Method": a["method"], "Pick (val. %)": _num(pick, "{:.2f}"),
+        rows.append({"Partition": titles[a["partition"]], "Method": a["method"], "ρ = 0 is": a.get("same_as") or "—",
+                     "Pick (val. %)": _num(pick, "{:.2f}"),
                      "ρ = 0 (val. %)": _num(abl, "{:.2f}"), "Δ": _num(d, "{:+.2f}"), "Seed std (final)": _num(std, "{:.2f}"),
                      "Verdict": verdict})
     t = pd.DataFrame(rows)
@@ -121,7 +122,8 @@ def _ablation_section(m: dict, agg: pd.DataFrame, titles: dict) -> str:
             + "\n\nPick and ρ = 0: mean validation accuracy over the last 10 % of the evaluated rounds at the full "
               "horizon (the continuation seeds); the ascent helps where Δ exceeds the standard deviation of the "
               "method's final test accuracy over seeds, and ρ = 0 is better where −Δ does; \"ρ = 0 diverged\": the "
-              "twin blew up where the pick completed.\n")
+              "twin blew up where the pick completed; \"ρ = 0 is\": the method the twin computes exactly "
+              "(fedflat.algorithms.reductions).\n")
 
 
 def _trials(method: str, trials: dict | None, continued: dict | None) -> str:
