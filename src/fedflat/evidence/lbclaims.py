@@ -14,7 +14,7 @@ import pandas as pd
 import yaml
 
 from ..errors import ConfigError
-from ..util.stats import pooled_std
+from ..util.stats import pooled_std, within_spread
 from .lbstats import continuation_choices, stage_runs
 
 # proposed preset: (paper catalog under config/papers/, table key) -- the table whose rows are the paper's main
@@ -68,7 +68,7 @@ def verdict(a: dict, b: dict) -> tuple[float, float, str]:
         return d, s, BOTH if not b["ok"] else DIVERGED
     if not b["ok"]:
         return d, s, BASELINE_DIVERGED
-    return d, s, WITHIN if abs(d) < s else BETTER if d > 0 else WORSE
+    return d, s, WITHIN if within_spread(a["acc"], b["acc"]) else BETTER if d > 0 else WORSE
 
 
 def claims(runs: pd.DataFrame, headline: dict[str, list[str]]) -> pd.DataFrame:

@@ -81,6 +81,12 @@ def pooled_std(a, b) -> float:
     return float(math.sqrt(ss / dof))
 
 
+def within_spread(a, b) -> bool:
+    """Do two cells' seed means differ by less than their pooled seed standard deviation? (False where it is
+    undefined.) The tie bands' criterion, and the leaderboard's pairwise verdicts'."""
+    return bool(abs(float(np.nanmean(a)) - float(np.nanmean(b))) < pooled_std(a, b))
+
+
 def tie_bands(cells: list[tuple[str, list[float]]]) -> dict[str, int]:
     """{name: band} for cells sorted best first by mean: a cell joins the band of the cell that opened the
     current band while their means differ by less than the two cells' pooled seed standard deviation;
@@ -91,8 +97,7 @@ def tie_bands(cells: list[tuple[str, list[float]]]) -> dict[str, int]:
     for name, vals in cells:
         m = float(np.nanmean(vals)) if np.isfinite(np.asarray(vals, dtype=float)).any() else float("nan")
         if head is not None and math.isfinite(m):
-            hm, hv = head
-            if abs(hm - m) < pooled_std(hv, vals):
+            if within_spread(head[1], vals):
                 out[name] = band
                 continue
         band += 1
