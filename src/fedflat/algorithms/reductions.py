@@ -6,13 +6,14 @@ different one at rho > 0). The leaderboard's ablation uses it to say which rho =
 method at the same setting, and checks the screen's own pairs of runs against it."""
 from __future__ import annotations
 
-from typing import NamedTuple
+from types import MappingProxyType
+from typing import Mapping, NamedTuple
 
 
 class Reduction(NamedTuple):
     base: str
     shared: tuple[str, ...] = ()
-    when: dict = {}
+    when: Mapping[str, float] = MappingProxyType({})  # read-only: a NamedTuple default is shared
 
 
 RHO0: dict[str, Reduction] = {
@@ -41,7 +42,7 @@ RHO0: dict[str, Reduction] = {
     "fedsam_nesterov": Reduction("fedavg_nesterov", ("lam",)),
     "fednsam": Reduction("fedavg_nesterov", ("lam",)),
     "fednsam_no_nesterov_m": Reduction("fedavgm", ("lam",)),
-    "fedgloss": Reduction("feddyn", ("alpha",), {"server_rho": 0.0}),
+    "fedgloss": Reduction("feddyn", ("alpha",), MappingProxyType({"server_rho": 0.0})),
 }
 
 

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import torch
 
+from ..errors import ConfigError
 from ..registry import Registry
 from .base import Param, RoundResult, ServerOpt, ServerState
+from .corrections import ALPHA, FEDDC_AGG
 
 SERVERS: Registry[type[ServerOpt]] = Registry("server")
 
@@ -52,8 +54,6 @@ class MomentumServer(ServerOpt):
 
 # ------------------------------------------------------------------------------------------------
 # Baseline servers (issue 3, part A). Equations and sources: docs/algorithms_baselines.md.
-from ..errors import ConfigError  # noqa: E402
-from .corrections import ALPHA, FEDDC_AGG  # noqa: E402
 
 
 def _require_state(srv: ServerState, key: str, server: str, part: str) -> None:
