@@ -26,6 +26,7 @@ def test_choice_ablation_and_ranking_blocks_from_complete_stages(tmp_path):
     # complete_rows continues every base method at its grid's top lr, the twins' lr: FedAvg's diverged on IID
     # (statuses disagree), elsewhere 80 against the twins' 78
     assert "the largest difference is 2.00 points (the median 2.00)" in abl
+    assert "No pick is at ρ = 0" in abl and "By code, over all " in abl
     top = lb.top(ctx)
     assert "not complete" not in top and top.count("\n") == 11  # header, rule and the top 10
     full = lb.ranking(ctx).splitlines()
@@ -96,3 +97,21 @@ def test_figures_block_links_the_committed_pngs_once_all_four_are_there(tmp_path
     (out / f"{names[-1]}.png").write_bytes(b"png")
     text = lb.figures(ctx)
     assert text.count("![") == 4 and f"(../figures/evidence/leaderboard/{names[0]}.png)" in text
+
+
+def test_reduction_pairs_are_split_by_the_code_that_ran_them():
+    """An exact reduction predicts identical numbers only where the same commit and backend ran both runs."""
+    import pandas as pd
+
+    pairs = pd.DataFrame([
+        {"status": "completed", "base_status": "completed", "delta": 0.0, "same_code": True},
+        {"status": "diverged", "base_status": "diverged", "delta": float("nan"), "same_code": True},
+        {"status": "completed", "base_status": "completed", "delta": 0.0, "same_code": False},
+        {"status": "completed", "base_status": "completed", "delta": -1.25, "same_code": False},
+        {"status": "diverged", "base_status": "completed", "delta": float("nan"), "same_code": False}])
+    text = lb._by_code_line(pairs)
+    assert text.startswith("By code, over all 5 such pairs")
+    assert "the 2 whose runs share the commit and the backend agree in status in 2 and are identical in 1 of the 1 " \
+           "that both completed;" in text
+    assert "agree in status in 2 and are identical in 1 of the 2 that both completed (the largest difference 1.25 " \
+           "points)." in text

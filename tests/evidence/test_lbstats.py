@@ -124,7 +124,8 @@ def test_reduction_pairs_match_the_base_cell_at_the_same_lr_and_shared_keys():
         _rec(s, "fedspeed", "dir0.3", 0, 77.5, lr=0.1, hparams={"rho": 0.0, "alpha": 0.1}),
         _rec(s, "feddyn", "dir0.3", 0, 77.0, lr=0.1, hparams={"alpha": 0.1}),      # +0.5
         _rec(s, "feddyn", "dir0.3", 0, 70.0, lr=0.1, hparams={"alpha": 0.01}),     # another alpha: no pair
-        _rec("cont_iid", "fedavg", "iid", 0, 80.0, lr=0.3)])                       # another stage: no pair
+        _rec("cont_iid", "fedavg", "iid", 0, 80.0, lr=0.3),                         # another stage: no pair
+        _rec(s, "fedavg", "dir0.3", 1, 75.0, lr=0.3)])                             # another seed: no pair
     p = lbstats.reduction_pairs(runs).set_index(["preset", "lr"])
     assert len(p) == 3
     assert p.loc[("fedsam", 0.3), "delta"] == 0.0 and p.loc[("fedspeed", 0.1), "delta"] == pytest.approx(0.5)
@@ -166,3 +167,29 @@ def test_picks_against_the_screens_best_cell():
     k = lbstats.picks_against_screen(pd.DataFrame(rows), lb).set_index(["partition", "preset"])["screen_pick"]
     assert k[("iid", "fedsam")] and not k[("dir0.1", "fedsam")]
     assert k[("iid", "fedavg")] and not k[("dir0.1", "fedavg")]
+
+
+def test_final_reduction_pairs_match_seed_by_seed_on_the_named_metric():
+    runs = pd.DataFrame([_rec("final_iid", "fednsam", "iid", seed, 85.0 + seed, lr=0.1, hparams={"rho": 0.0, "lam": 0.9})
+                         for seed in (0, 1)] +
+                        [_rec("final_iid", "fedavg_nesterov", "iid", seed, 85.0 + 2 * seed, lr=0.1, hparams={"lam": 0.9})
+                         for seed in (0, 1)])
+    runs.loc[runs["preset"] == "fednsam", "last10_acc"] = 50.0  # the metric read is final_acc, not last10_acc
+    runs["git_commit"], runs["backend"] = "abc", "eager"
+    runs.loc[(runs["preset"] == "fednsam") & (runs["seed"] == 1), "backend"] = "compile"
+    p = lbstats.reduction_pairs(runs, "final", metric="final_acc").sort_values("delta")
+    assert p["delta"].tolist() == [-1.0, 0.0]  # seed 1: 86 - 87; seed 0: 85 - 85; no cross-seed pair
+    assert p["same_code"].tolist() == [False, True]  # seed 1's pair ran on two backends
+
+
+def test_rho0_picks_are_the_picks_with_the_ascent_off():
+    """A pick at rho = 0 has no twin; it names the method it then computes exactly, where a reduction holds."""
+    runs = pd.DataFrame([_rec("cont_iid", "fednsam", "iid", 0, 82.0, hparams={"rho": 0.0, "lam": 0.9}),
+                         _rec("cont_iid", "fednsam", "iid", 0, 81.0, hparams={"rho": 0.05, "lam": 0.9}),
+                         _rec("cont_iid", "fedsam", "iid", 0, 80.0, hparams={"rho": 0.0}),
+                         _rec("cont_iid", "fedsam", "iid", 0, 81.0, hparams={"rho": 0.05}),
+                         _rec("cont_iid", "fedavg", "iid", 0, 83.0, lr=0.3),
+                         _rec("cont_iid", "fednsam_s", "iid", 0, 80.0, hparams={"rho": 0.0, "lam": 0.9})])
+    z = lbstats.rho0_picks(runs).set_index("preset")
+    assert sorted(z.index) == ["fednsam", "fednsam_s"]  # fedsam picked rho = 0.05; fedavg has no radius
+    assert z.loc["fednsam", "same_as"] == "fedavg_nesterov" and z.loc["fednsam_s", "same_as"] == ""

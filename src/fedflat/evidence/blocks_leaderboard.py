@@ -274,7 +274,31 @@ def ablation(ctx) -> str:
         row = counts.loc[p] if p in counts.index else {}
         lines.append(f"- {_title(p)}: " + ", ".join(f"{k}: {int(n)}" for k, n in row.items() if n) + ".")
     return "\n".join(lines + ["", _reductions_line(v, lbstats.reduction_pairs(runs), label,
-                                                   lbstats.reduction_pairs(runs, "ablation", "continuation"))])
+                                                   lbstats.reduction_pairs(runs, "ablation", "continuation")),
+                              "", _rho0_picks_line(runs, label, _config(ctx)["methods"]),
+                              "", _by_code_line(lbstats.all_reduction_pairs(runs))])
+
+
+def _rho0_picks_line(runs, label: dict, ranked) -> str:
+    """The picks at rho = 0 (no twin): which method each then computes, and whether its final runs agree with
+    that method's own final runs where the two picked the same setting."""
+    z = lbstats.rho0_picks(runs)
+    if z.empty:
+        return "No pick is at ρ = 0: every SAM-type method kept its ascent on every partition."
+    z = z.assign(same_as=z["same_as"].where(z["same_as"].isin(list(ranked)), ""))
+    parts = _parts(z["partition"].unique())
+    names = []
+    for p in parts:
+        for r in z[z["partition"] == p].sort_values("label", kind="stable").itertuples():
+            names.append(f"{r.label} on {_title(p)}" + (f" (= {label.get(r.same_as, r.same_as)})" if r.same_as else ""))
+    text = (f"{len(z)} picks are at ρ = 0, where the validation choice switched the ascent off (so no twin): "
+            + "; ".join(names) + ". ")
+    fin = lbstats.reduction_pairs(runs, "final", metric="final_acc")
+    if not len(fin):
+        return text + "None of them picked the setting its base method's own pick has."
+    n = fin.groupby(["partition", "preset"]).ngroups
+    return text + (f"{n} of them picked the same setting as the method they compute, so both ranked the same "
+                   f"computation; seed by seed, " + _pairs_text(fin, "final test accuracies") + ".")
 
 
 def _labels(runs) -> dict[str, str]:
@@ -282,15 +306,31 @@ def _labels(runs) -> dict[str, str]:
     return dict(zip(runs["preset"], runs["label"].astype(str).str.split(" lr=").str[0]))
 
 
-def _pairs_text(pairs) -> str:
+def _pairs_text(pairs, what: str = "validation scores") -> str:
     """'their status agrees in a; of the n pairs that both completed, k have identical validation scores, ...'."""
     done = pairs["delta"].dropna()
-    text = f"their status agrees in {int((pairs['status'] == pairs['base_status']).sum())}"
+    text = f"their status agrees in {int((pairs['status'] == pairs['base_status']).sum())} of {len(pairs)}"
     if not len(done):
         return text
     return text + (f"; of the {len(done)} pairs that both completed, {int((done == 0).sum())} have identical "
-                   f"validation scores, and the largest difference is {done.abs().max():.2f} points (the median "
+                   f"{what}, and the largest difference is {done.abs().max():.2f} points (the median "
                    f"{done.abs().median():.2f})")
+
+
+def _by_code_line(pairs) -> str:
+    """Every pair of runs an exact reduction says compute the same thing, split by whether the same code (commit and
+    local-step backend) ran both: the reduction predicts identical numbers only within the same code."""
+    parts = []
+    for same, who in ((True, "share the commit and the backend"),
+                      (False, "were made by different commits or backends (the fused compiled step or the eager one)")):
+        g = pairs[pairs["same_code"] == same]
+        if not len(g):
+            continue
+        done = g["delta"].dropna()
+        text = (f"the {len(g)} whose runs {who} agree in status in {int((g['status'] == g['base_status']).sum())} and "
+                f"are identical in {int((done == 0).sum())} of the {len(done)} that both completed")
+        parts.append(text + (f" (the largest difference {done.abs().max():.2f} points)" if (done != 0).any() else ""))
+    return f"By code, over all {len(pairs)} such pairs (screen, twins and finals): " + "; ".join(parts) + "."
 
 
 def _reductions_line(v, screen, label: dict, served) -> str:

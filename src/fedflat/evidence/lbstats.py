@@ -152,6 +152,17 @@ def continuation_choices(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.D
     return pd.DataFrame(out, columns=["partition", "preset", "label", "lr", "params", "score", "continued", "diverged"])
 
 
+def rho0_picks(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.DataFrame:
+    """The picks (continuation_choices) of a radius grid at rho = 0: the validation choice switched the ascent off,
+    so the method has no twin to run, and `same_as` names the preset it then computes exactly (RHO0), or ""."""
+    from ..algorithms.reductions import rho0_base
+
+    picks = continuation_choices(runs, metric)
+    at0 = picks[picks["params"].map(lambda p: "rho" in p and float(p["rho"]) == 0.0)].copy()
+    at0["same_as"] = [(rho0_base(r.preset, r.params) or ("",))[0] for r in at0.itertuples()]
+    return at0.reset_index(drop=True)
+
+
 def ablation_verdicts(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.DataFrame:
     """Per (partition, SAM-type preset) with a rho = 0 ablation run: the pick's full-horizon validation score,
     its rho = 0 twin's, their difference, the seed spread of the method's final test accuracy, and the verdict
@@ -216,11 +227,12 @@ def picks_against_screen(runs: pd.DataFrame, lb: dict) -> pd.DataFrame:
     return picks.assign(screen_pick=kept)
 
 
-def reduction_pairs(runs: pd.DataFrame, stage: str = "screen", base_stage: str | None = None) -> pd.DataFrame:
+def reduction_pairs(runs: pd.DataFrame, stage: str = "screen", base_stage: str | None = None,
+                    metric: str = "last10_acc") -> pd.DataFrame:
     """Every pair of runs that an exact rho = 0 reduction (algorithms.reductions.RHO0) says compute the same thing:
     a SAM-type preset's rho = 0 run of `stage` and its base preset's run of `base_stage` (default: the same stage)
-    on the same partition, at the same lr and shared keys. Per pair: both statuses and the difference of their
-    `last10_acc` (NaN unless both completed)."""
+    on the same partition and seed, at the same lr and shared keys. Per pair: both statuses, the difference of
+    their `metric` (NaN unless both completed), and whether the same code ran both (commit and backend)."""
     from ..algorithms.reductions import rho0_base
 
     r = stage_runs(runs, base_stage or stage)
@@ -230,10 +242,25 @@ def reduction_pairs(runs: pd.DataFrame, stage: str = "screen", base_stage: str |
         if rb is None:
             continue
         base, shared = rb
-        m = r[(r["preset"] == base) & (r["partition"] == a.partition) & (r["lr"].astype(float) == float(a.lr))]
+        m = r[(r["preset"] == base) & (r["partition"] == a.partition) & (r["lr"].astype(float) == float(a.lr))
+              & (r["seed"].astype(int) == int(a.seed))]
         for b in m[m["params"].map(lambda p: all(p.get(k) == v for k, v in shared.items()))].itertuples():
             both = a.status == b.status == "completed"
             out.append({"preset": a.preset, "base": base, "partition": a.partition, "lr": float(a.lr),
                         "status": a.status, "base_status": b.status,
-                        "delta": float(a.last10_acc) - float(b.last10_acc) if both else float("nan")})
-    return pd.DataFrame(out, columns=["preset", "base", "partition", "lr", "status", "base_status", "delta"])
+                        "delta": float(getattr(a, metric)) - float(getattr(b, metric)) if both else float("nan"),
+                        # the same code: the commit that ran each, and the local step (fused compiled or eager)
+                        "same_code": getattr(a, "git_commit", None) == getattr(b, "git_commit", None)
+                        and getattr(a, "backend", None) == getattr(b, "backend", None)})
+    return pd.DataFrame(out, columns=["preset", "base", "partition", "lr", "status", "base_status", "delta",
+                                      "same_code"])
+
+
+def all_reduction_pairs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Every pair of runs an exact reduction says compute the same thing, with `stage`: the screen's pairs, the
+    ablation twins against continued cells (both scored on validation), the finals seed by seed (final_acc)."""
+    out = [reduction_pairs(runs).assign(stage="screen"),
+           reduction_pairs(runs, "ablation", "continuation").assign(stage="ablation"),
+           reduction_pairs(runs, "final", metric="final_acc").assign(stage="final")]
+    return pd.concat([o for o in out if len(o)] or out[:1], ignore_index=True)
+

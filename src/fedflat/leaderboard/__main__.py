@@ -1,6 +1,7 @@
 """`python -m fedflat.leaderboard [CONFIG] [--scale S] [--dataset D --model M] [--cores N]`: the leaderboard's
 run count and its wall-time estimate on this machine's cores (and GPU hours), per stage (leaderboard/plan.py);
-with `--progress`, how far a run of it has got, stage by stage (leaderboard/progress.py)."""
+with `--progress`, how far a run of it has got, stage by stage (leaderboard/progress.py); with `--lockstep RUN_A
+RUN_B`, two of its runs trained side by side and their distance per round (leaderboard/lockstep.py)."""
 from __future__ import annotations
 
 import argparse
@@ -21,6 +22,12 @@ def main(argv=None) -> int:
     ap.add_argument("--cores", type=int, default=2, help="parallel jobs for the wall-time estimate (and the time left)")
     ap.add_argument("--progress", action="store_true", help="count the runs done so far, per stage (run it where "
                     "Snakemake runs: it reads results/)")
+    ap.add_argument("--lockstep", nargs=2, metavar=("RUN_A", "RUN_B"), help="train two runs of the study side by "
+                    "side and print ‖θ_a − θ_b‖ per round (is an exact reduction exact in this code?)")
+    ap.add_argument("--rounds", type=int, help="with --lockstep: rounds to run (default: the runs' own)")
+    ap.add_argument("--backend", choices=("eager", "compile", "auto"), help="with --lockstep: the local step for "
+                    "both (default: each run's own)")
+    ap.add_argument("--data-root", default="data", help="with --lockstep: where the data sets are")
     a = ap.parse_args(argv)
     try:
         cfg = load_config_file(a.config)
@@ -29,6 +36,12 @@ def main(argv=None) -> int:
         for k in ("dataset", "model"):
             if getattr(a, k):
                 cfg.setdefault("leaderboard", {})[k] = getattr(a, k)
+        if a.lockstep:
+            from ..study import load_study
+            from .lockstep import compare, render as render_lockstep
+
+            print(render_lockstep(compare(load_study(cfg), *a.lockstep, a.rounds, a.backend, a.data_root)))
+            return 0
         if a.progress:
             from ..study import load_study
             from .progress import progress, render as render_progress
