@@ -10,6 +10,7 @@ from fedflat.algorithms import PRESETS
 from fedflat.errors import ConfigError
 from fedflat.evidence import blocks_leaderboard as lb
 from fedflat.evidence import lbclaims
+from fedflat.evidence.atlas import paper_study
 from fedflat.study import load_config_file
 
 from .lb_records import REPO, complete_rows, lb_context
@@ -35,17 +36,15 @@ def test_verdict_uses_the_pooled_seed_std_and_lets_divergence_lose():
 @pytest.mark.parametrize("proposed", sorted(lbclaims.HEADLINE))
 def test_baselines_are_the_rows_of_the_papers_headline_table(proposed):
     paper, table = lbclaims.HEADLINE[proposed]
-    ref, bases = lbclaims.table_baselines(REPO / "config/papers", paper, table, proposed)
+    ref, bases = lbclaims.table_baselines(paper_study(paper, REPO / "config/papers"), table, proposed)
     rows = yaml.safe_load((REPO / f"config/papers/{paper}.yaml").read_text())["tables"][table]["rows"]
     assert ref.startswith("Table") and proposed not in bases
     assert [PRESETS.get(b).label for b in bases] + [PRESETS.get(proposed).label] == rows
 
 
-def test_a_missing_table_is_named(tmp_path):
+def test_a_missing_table_is_named():
     with pytest.raises(ConfigError, match="no table 'table9'"):
-        lbclaims.table_baselines(REPO / "config/papers", "fednsam", "table9", "fednsam")
-    with pytest.raises(ConfigError, match="no paper catalog"):
-        lbclaims.table_baselines(tmp_path, "fednsam", "table2", "fednsam")
+        lbclaims.table_baselines(paper_study("fednsam", REPO / "config/papers"), "table9", "fednsam")
 
 
 def test_claims_block_from_complete_stages(tmp_path):

@@ -407,7 +407,7 @@ def claims(ctx, details: bool = True) -> str:
     runs, lb, wait = _final_stage(ctx, "each paper's headline comparison")
     if wait:
         return wait
-    tables = {p: lbclaims.table_baselines(ctx.config("papers"), paper, table, p)
+    tables = {p: lbclaims.table_baselines(ctx.study(paper), table, p)
               for p, (paper, table) in lbclaims.HEADLINE.items() if p in lb["methods"]}
     c = lbclaims.claims(runs, {p: [b for b in bases if b in lb["methods"]] for p, (_, bases) in tables.items()})
     ranks = lbstats.primary_ranks(runs)

@@ -7,11 +7,8 @@ seed, or with no stable setting on the partition, loses to one whose every seed 
 rule: stability is part of the score)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
-import yaml
 
 from ..errors import ConfigError
 from ..util.stats import pooled_std, within_spread
@@ -30,18 +27,15 @@ BETTER, WITHIN, WORSE = "better", "within the seed spread", "worse"
 BASELINE_DIVERGED, DIVERGED, BOTH = "better (baseline diverged)", "worse (diverged)", "both diverged"
 
 
-def table_baselines(papers_dir: Path, paper: str, table: str, proposed: str) -> tuple[str, list[str]]:
-    """(the table's reference, e.g. 'Table 2'; the presets of its experiment other than `proposed`, in order)."""
-    path = Path(papers_dir) / f"{paper}.yaml"
-    if not path.exists():
-        raise ConfigError(f"lbclaims.HEADLINE[{proposed!r}]: no paper catalog {path}")
-    cat = yaml.safe_load(path.read_text())
-    spec = (cat.get("tables") or {}).get(table)
-    if spec is None or spec.get("experiment") not in (cat.get("experiments") or {}):
-        raise ConfigError(f"lbclaims.HEADLINE[{proposed!r}]: {path} has no table {table!r} with an experiment")
+def table_baselines(study, table: str, proposed: str) -> tuple[str, list[str]]:
+    """(the table's reference, e.g. 'Table 2'; the presets of its experiment other than `proposed`, in order),
+    from the paper's catalog as the study loader reads it (evidence.atlas.paper_study)."""
+    spec = study.tables.get(table)
+    if spec is None or spec.get("experiment") not in study.experiments:
+        raise ConfigError(f"lbclaims.HEADLINE[{proposed!r}]: the catalog has no table {table!r} with an experiment")
     out = []
-    for a in cat["experiments"][spec["experiment"]].get("algorithms", []):
-        name = a if isinstance(a, str) else a["preset"]
+    for rid, _ in study.experiments[spec["experiment"]]:
+        name = study.runs[rid].algorithm
         if name != proposed and name not in out:
             out.append(name)
     return str(spec.get("ref", table)), out
