@@ -64,3 +64,26 @@ def test_every_final_and_ablation_record_sits_at_its_pick(state):
         assert _at(r, _pick(choice, r.partition, r.preset)), r.run_id
     for r in lbstats.stage_runs(runs, "ablation").itertuples():
         assert _at(r, ablation_cell(lb, r.preset, _pick(choice, r.partition, r.preset))), r.run_id
+
+
+def test_the_committed_table_ranks_as_the_evidence_does(state):
+    """The table Snakemake rendered from the run directories (results/leaderboard/leaderboard.csv, committed with the
+    evidence) and the pages' ranks from the records (lbstats.primary_ranks) must agree on every (partition, method):
+    rank, band, and the mean accuracy; a table exported from other runs, or a drift between the two rules, fails."""
+    import pandas as pd
+
+    table = EV.dir / "tables/leaderboard.csv"
+    if not table.exists():
+        pytest.skip("the leaderboard table is exported once the final stage is complete")
+    t = pd.read_csv(table)
+    t = t.assign(partition=t["partition"].str.split("-").str[0]).set_index(["partition", "method"])
+    r = lbstats.primary_ranks(state[0])
+    r = r.assign(partition=r["partition"].str.split("-").str[0]).set_index(["partition", "label"])
+    assert sorted(t.index) == sorted(r.index)
+    for key, row in r.iterrows():
+        assert t.loc[key, "rank"] == pytest.approx(float(row["rank"])), key
+        assert pd.isna(t.loc[key, "band"]) == pd.isna(row["band"]), key
+        if not pd.isna(row["band"]):
+            assert t.loc[key, "band"] == pytest.approx(float(row["band"])), key
+        if not pd.isna(row["mean"]):  # the completed seeds' mean (the table's final_acc is NaN with a diverged seed)
+            assert t.loc[key, "ok_acc"] == pytest.approx(float(row["mean"]), abs=5e-3), key

@@ -11,6 +11,11 @@ from fedflat.util.curves import cost_to_reach
 def test_ranks_best_first_ties_shared_diverged_last():
     r = ranks({"A": 80.0, "B": 85.0, "C": float("nan"), "D": 80.0, "E": 90.0})
     assert r == {"E": 1.0, "B": 2.0, "A": 3.5, "D": 3.5, "C": 5.0}
+    # the same mean (89.01333...) from fractions (run directories) and from percentages (records) differs in its
+    # last bits: still a tie
+    a, b = 100 * np.mean([0.8910, 0.8887, 0.8907]), np.mean([89.12, 88.95, 88.97])
+    assert a != b and ranks({"a": a, "b": b, "c": 89.02}) == {"c": 1.0, "a": 2.5, "b": 2.5}
+    assert ranks({"a": 89.0133, "b": 89.0134}) == {"b": 1.0, "a": 2.0}  # a real difference still orders
 
 
 def test_pareto_front_keeps_only_undominated_points_by_increasing_cost():

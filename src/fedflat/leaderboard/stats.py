@@ -11,12 +11,14 @@ from ..util.stats import bootstrap_ci, kendall, spearman  # noqa: F401  (one NaN
 
 def ranks(scores: dict[str, float]) -> dict[str, float]:
     """Rank 1 = the highest score; ties share the mean of their ranks; a missing score (NaN: diverged
-    everywhere) ranks below every finite one (tied among themselves)."""
+    everywhere) ranks below every finite one (tied among themselves). Scores equal to 9 decimals tie: the same
+    mean summed in another order (the table from run directories, the pages from records) differs in its last
+    bits, which must not order two methods."""
     from scipy.stats import rankdata
 
     names = list(scores)
     vals = np.array([scores[n] for n in names], dtype=float)
-    key = np.where(np.isnan(vals), -np.inf, vals)
+    key = np.where(np.isnan(vals), -np.inf, np.round(vals, 9))
     r = rankdata(-key, method="average")
     return {n: float(x) for n, x in zip(names, r)}
 
