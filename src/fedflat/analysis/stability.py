@@ -99,6 +99,16 @@ def _client_neighbour(part: Partition, labels: np.ndarray, seed: int, same_label
     return _with(part, labels, clients, seed, same_label, "client"), swaps
 
 
+def lockstep_distances(sim_a, sim_b, rounds: int) -> list[float]:
+    """Run two simulations round by round; ‖θ_a − θ_b‖₂ (in float64) after each of the first `rounds` rounds."""
+    out = []
+    for t in range(1, rounds + 1):
+        for s in (sim_a, sim_b):
+            s.run_round(t)
+        out.append(float((sim_a.srv.theta - sim_b.srv.theta).double().norm()))
+    return out
+
+
 def paired_distance(spec, data, part_a: Partition, part_b: Partition, out_dir: str | Path,
                     device: str = "cpu") -> dict:
     """Train on both partitions in lockstep; ‖θ_t − θ'_t‖₂ after every round."""
@@ -108,11 +118,7 @@ def paired_distance(spec, data, part_a: Partition, part_b: Partition, out_dir: s
     out_dir = Path(out_dir)
     sims = [Simulation(spec, data, p, out_dir / name, device=device, progress=False)
             for p, name in ((part_a, "a"), (part_b, "b"))]
-    per_round = []
-    for t in range(1, spec.rounds + 1):
-        for s in sims:
-            s.run_round(t)
-        per_round.append(float((sims[0].srv.theta - sims[1].srv.theta).double().norm()))
+    per_round = lockstep_distances(sims[0], sims[1], spec.rounds)
     ta, tb = sims[0].srv.theta, sims[1].srv.theta
     return {"distance": per_round[-1], "relative": per_round[-1] / max(float(ta.double().norm()), 1e-30),
             "per_round": per_round, "theta_a": ta.cpu(), "theta_b": tb.cpu()}

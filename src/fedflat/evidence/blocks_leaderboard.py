@@ -273,15 +273,16 @@ def ablation(ctx) -> str:
     for p in parts:
         row = counts.loc[p] if p in counts.index else {}
         lines.append(f"- {_title(p)}: " + ", ".join(f"{k}: {int(n)}" for k, n in row.items() if n) + ".")
-    return "\n".join(lines + ["", _reductions_line(v, lbstats.reduction_pairs(runs), label,
-                                                   lbstats.reduction_pairs(runs, "ablation", "continuation")),
-                              "", _rho0_picks_line(runs, label, _config(ctx)["methods"]),
-                              "", _by_code_line(lbstats.all_reduction_pairs(runs))])
+    pairs = lbstats.all_reduction_pairs(runs)  # each kind of pair computed once, read by stage below
+    by = {stage: pairs[pairs["stage"] == stage] for stage in ("screen", "ablation", "final")}
+    return "\n".join(lines + ["", _reductions_line(v, by["screen"], label, by["ablation"]),
+                              "", _rho0_picks_line(runs, label, _config(ctx)["methods"], by["final"]),
+                              "", _by_code_line(pairs)])
 
 
-def _rho0_picks_line(runs, label: dict, ranked) -> str:
+def _rho0_picks_line(runs, label: dict, ranked, fin) -> str:
     """The picks at rho = 0 (no twin): which method each then computes, and whether its final runs agree with
-    that method's own final runs where the two picked the same setting."""
+    that method's own final runs (`fin`: the final stage's reduction pairs) where the two picked the same setting."""
     z = lbstats.rho0_picks(runs)
     if z.empty:
         return "No pick is at ρ = 0: every SAM-type method kept its ascent on every partition."
@@ -293,7 +294,6 @@ def _rho0_picks_line(runs, label: dict, ranked) -> str:
             names.append(f"{r.label} on {_title(p)}" + (f" (= {label.get(r.same_as, r.same_as)})" if r.same_as else ""))
     text = (f"{len(z)} picks are at ρ = 0, where the validation choice switched the ascent off (so no twin): "
             + "; ".join(names) + ". ")
-    fin = lbstats.reduction_pairs(runs, "final", metric="final_acc")
     if not len(fin):
         return text + "None of them picked the setting its base method's own pick has."
     n = fin.groupby(["partition", "preset"]).ngroups
@@ -306,13 +306,19 @@ def _labels(runs) -> dict[str, str]:
     return dict(zip(runs["preset"], runs["label"].astype(str).str.split(" lr=").str[0]))
 
 
+def _pair_counts(pairs):
+    """(status agrees, the differences where both completed, how many of those are 0) of reduction pairs."""
+    done = pairs["delta"].dropna()
+    return int((pairs["status"] == pairs["base_status"]).sum()), done, int((done == 0).sum())
+
+
 def _pairs_text(pairs, what: str = "validation scores") -> str:
     """'their status agrees in a; of the n pairs that both completed, k have identical validation scores, ...'."""
-    done = pairs["delta"].dropna()
-    text = f"their status agrees in {int((pairs['status'] == pairs['base_status']).sum())} of {len(pairs)}"
+    agree, done, same = _pair_counts(pairs)
+    text = f"their status agrees in {agree} of {len(pairs)}"
     if not len(done):
         return text
-    return text + (f"; of the {len(done)} pairs that both completed, {int((done == 0).sum())} have identical "
+    return text + (f"; of the {len(done)} pairs that both completed, {same} have identical "
                    f"{what}, and the largest difference is {done.abs().max():.2f} points (the median "
                    f"{done.abs().median():.2f})")
 
@@ -326,9 +332,9 @@ def _by_code_line(pairs) -> str:
         g = pairs[pairs["same_code"] == same]
         if not len(g):
             continue
-        done = g["delta"].dropna()
-        text = (f"the {len(g)} whose runs {who} agree in status in {int((g['status'] == g['base_status']).sum())} and "
-                f"are identical in {int((done == 0).sum())} of the {len(done)} that both completed")
+        agree, done, same = _pair_counts(g)
+        text = (f"the {len(g)} whose runs {who} agree in status in {agree} and "
+                f"are identical in {same} of the {len(done)} that both completed")
         parts.append(text + (f" (the largest difference {done.abs().max():.2f} points)" if (done != 0).any() else ""))
     return f"By code, over all {len(pairs)} such pairs (screen, twins and finals): " + "; ".join(parts) + "."
 

@@ -15,6 +15,7 @@ from pathlib import Path
 def lockstep(spec_a, spec_b, data, partition, rounds: int, out_dir, backend: str | None = None) -> list[float]:
     """‖θ_a − θ_b‖₂ (float64) after each of the first `rounds` rounds of the two specs, trained side by side from
     their own initialisations; `backend` overrides training.backend for both (None: each spec's own)."""
+    from ..analysis.stability import lockstep_distances
     from ..fl.engine import Simulation
 
     sims = []
@@ -22,12 +23,7 @@ def lockstep(spec_a, spec_b, data, partition, rounds: int, out_dir, backend: str
         training = spec.training if backend is None else {**spec.training, "backend": backend}
         sims.append(Simulation(replace(spec, analysis={}, training=training), data, partition, Path(out_dir) / name,
                                progress=False))
-    out = []
-    for t in range(1, rounds + 1):
-        for s in sims:
-            s.run_round(t)
-        out.append(float((sims[0].srv.theta - sims[1].srv.theta).double().norm()))
-    return out
+    return lockstep_distances(*sims, rounds)
 
 
 def compare(study, run_a: str, run_b: str, rounds: int | None = None, backend: str | None = None,
