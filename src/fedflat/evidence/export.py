@@ -17,7 +17,8 @@ from pathlib import Path
 
 from ..recorded import EVIDENCE_ROOT as EVIDENCE
 from .cells import table_cells
-from .records import COLUMNS, run_record
+from ..errors import ConfigError
+from .records import COLUMNS, regenerable, run_record
 
 FIGURES = Path("figures/evidence")
 SUPERSEDED = "superseded.csv"
@@ -45,20 +46,26 @@ def study_runs(study) -> dict[str, tuple[list[str], str]]:
     return out
 
 
-def export_study(study, root: Path = EVIDENCE, figures_root: Path = FIGURES, prune: bool = False) -> dict:
-    """Write the study's evidence; returns {runs, new, cells, tables, figures, superseded} counts."""
+def export_study(study, root: Path = EVIDENCE, figures_root: Path = FIGURES, prune: bool = False,
+                 keep_legacy: bool = False) -> dict:
+    """Write the study's evidence; returns {runs, new, cells, tables, figures, superseded, legacy} counts.
+
+    A record that cannot be regenerated (records.regenerable: a modified working tree, no commit, no numerics
+    fields) or that ran in other numerics than the study's is refused before anything is written, unless
+    `keep_legacy`: then it is kept with its reason in the `legacy` column, and no rendered verdict may use it."""
     import pandas as pd
 
     _register_stages(study)
     name = study.config.get("study", "study")
     out = evidence_dir(name, root)
-    out.mkdir(parents=True, exist_ok=True)
     records = []
     members = study_runs(study)
     for rid, (exps, label) in sorted(members.items()):
         d = Path(study.run_dir(rid))
         if (d / "summary.json").exists():
             records.append(run_record(d, study.runs[rid], exps, label))
+    legacy = _check_regenerable(records, study.numerics, keep_legacy)
+    out.mkdir(parents=True, exist_ok=True)
     fresh = pd.DataFrame(records, columns=list(COLUMNS))
     runs_csv = out / "runs.csv"
     new, superseded = len(fresh), 0
@@ -103,7 +110,27 @@ def export_study(study, root: Path = EVIDENCE, figures_root: Path = FIGURES, pru
             shutil.copyfile(src, dst)
             figs += 1
     return {"runs": len(fresh), "new": new, "cells": len(cells), "tables": tables, "figures": figs,
-            "superseded": superseded}
+            "superseded": superseded, "legacy": legacy}
+
+
+def _check_regenerable(records: list[dict], numerics: str, keep_legacy: bool) -> int:
+    """Mark (keep_legacy) or refuse, in one line before anything is written, the records that cannot be regenerated
+    from the commit they name, or that ran in other numerics than the study's; returns how many were marked."""
+    bad = []
+    for r in records:
+        why = regenerable(r)
+        if why is None and numerics == "portable" and r.get("numerics") != "portable":
+            why = f"ran in {r.get('numerics')} numerics; the study's are portable"
+        if why is not None:
+            bad.append((r, why))
+    if bad and not keep_legacy:
+        r, why = bad[0]
+        raise ConfigError(f"export: {len(bad)} record(s) cannot be regenerated (first: {r['run_id']}: {why}); "
+                          "re-run them from a clean commit in the study's numerics, or pass --keep-legacy to keep "
+                          "them marked legacy")
+    for r, why in bad:
+        r["legacy"] = why
+    return len(bad)
 
 
 def _checkpoint_files(study) -> list[Path]:
