@@ -50,7 +50,9 @@ def test_choice_ablation_and_ranking_blocks_from_complete_stages(tmp_path):
 
 def test_blocks_wait_for_an_incomplete_stage(tmp_path):
     ctx = lb_context(tmp_path, [lb_row("cont", "iid", "fedsam", "FedSAM", 0.1, {"rho": 0.05}, 0, 80.0)])
-    assert lb.choice(ctx).startswith("The continuation is not complete in the evidence (1 of 330")
+    cfg = load_config_file(REPO / "config/leaderboard.yaml")["leaderboard"]
+    cells = len(cfg["methods"]) * cfg["tuning"]["continuation"]["cells"] * len(cfg["partitions"])
+    assert lb.choice(ctx).startswith(f"The continuation is not complete in the evidence (1 of {cells}")
     assert lb.ablation(ctx).startswith("The ablation stage is not complete in the evidence (0 runs; how many")
     assert lb.top(ctx).startswith("The final stage is not complete in the evidence (0 runs; how many")
 
