@@ -1,0 +1,285 @@
+"""The decision kinds, applied to a finding's cells (each unit's verdict, and what the rule adopts).
+
+closes_shortfall  does a candidate close the gap between the baseline's cell and the paper's? In order: the
+                  unit waits until every cell is recorded; the baseline may need no explaining (`baseline_ok`);
+                  the candidates may coincide (one computation: none can act); else the candidates whose cell
+                  passes `closes` are named. A side is `within` (|x - paper| <= tolerance, the default: above the
+                  paper by more than the tolerance closes nothing), `not_below` (x >= paper - tolerance) or
+                  `not_above` (x <= paper + tolerance). With `spread: checked` (the default) a test that one seed
+                  std either way would flip makes the unit "inconclusive (seed spread)".
+adopt_candidate   per group of units (`per`: a unit field, or all), adopt the candidate with the most units whose
+                  cell lies within the tolerance of the paper (`count: alone`: a unit counts for a candidate only
+                  when no other is within); ties: the declared order. Nothing is adopted before every cell is in.
+ordering          is the treatment's cell above the baseline's beyond chance? `test: pooled_std` (the pages'
+                  first test: the mean difference against sqrt((sd_a^2 + sd_b^2) / 2)) or `test: paired_t`.
+paired_claim      the paired t-test of treatment - baseline per seed, Holm-adjusted within `family`, against the
+                  paper's effect: supported / contradicted / inconclusive (docs/extending.md, "A finding").
+A cell with a diverged or missing seed is never within, never passes and never closes."""
+from __future__ import annotations
+
+import math
+
+from ...errors import ConfigError
+from ...util.paired import detectable, holm, paired_t
+from .declared import _merge, fmt
+from .match import cell, coincide, complete, mean, published
+
+CLOSES_WORDS = {"waits": "waits for its runs", "no_gap": "no gap to explain: the baseline lies within {tolerance} "
+                "points of the paper", "closes": "{label}: {closing} closes the gap",
+                "not_closed": "unexplained: no candidate within {tolerance} points",
+                "inconclusive": "inconclusive (seed spread): a seed std either way changes the answer", "join": ", "}
+ORDER_WORDS = {"appears": "appears", "reversed": "reversed", "within": "within the seed spread",
+               "unsettled": "not settled", "diverged": "{n} seed(s) diverged"}
+CLAIM_WORDS = {"supported": "supported", "contradicted": "contradicted", "inconclusive": "inconclusive",
+               "waits": "waits for its runs"}
+
+
+def fill(template: str, **tokens) -> str:
+    """`template` with each {name} replaced by its token (no format mini-language: settings such as {0.01, 0.1}
+    in prose stay as written)."""
+    for k, v in tokens.items():
+        template = template.replace("{" + k + "}", str(v))
+    return template
+
+
+def passes(side: str, x: float | None, paper: float | None, tol: float) -> bool:
+    if x is None or paper is None or (isinstance(x, float) and math.isnan(x)):
+        return False
+    return {"within": abs(x - paper) <= tol, "not_below": x >= paper - tol, "not_above": x <= paper + tol}[side]
+
+
+def _sd(c: dict) -> float:
+    a = c["acc"]
+    return math.sqrt(sum((x - sum(a) / len(a)) ** 2 for x in a) / (len(a) - 1)) if len(a) > 1 else 0.0
+
+
+def _flips(side: str, c: dict, paper: float | None, tol: float) -> bool:
+    m = mean(c)
+    return m is not None and len({passes(side, m + s * _sd(c), paper, tol) for s in (-1, 0, 1)}) > 1
+
+
+def runs_of(ctx, f):
+    return ctx.memo(("runs", f.get("evidence")), lambda: ctx.evidence(f.get("evidence")).runs())
+
+
+def _paper(ctx, f, u: dict, row: str | None = None) -> float | None:
+    p = {"table": u.get("table"), "column": u.get("column"), **(f.get("paper") or {}), **(u.get("paper") or {})}
+    if "value" in p:
+        return p["value"]
+    return published(ctx, f, {**p, **({"row": row} if row else {})})
+
+
+def candidate_cells(ctx, f, runs) -> list[dict]:
+    """Per unit: {unit, candidates, cells: {value: cell}, paper} (adopt_candidate, closes_shortfall)."""
+    out = []
+    for i, u in enumerate(f.units):
+        cands = u.get("candidates") or f.candidates
+        cells = {c["value"]: cell(runs, _merge({"where": u.get("where") or {}}, {"where": c["where"]})["where"],
+                                  f.metric, f.seeds, f.where(f"units[{i}]")) for c in cands}
+        out.append({"unit": u, "candidates": cands, "cells": cells, "paper": _paper(ctx, f, u)})
+    return out
+
+
+def coinciding(f, units: list[dict]) -> list[str]:
+    """The values of the `coincide.by` field whose units' candidates are one computation (match.coincide)."""
+    by = (f.get("coincide") or {}).get("by")
+    if not by:
+        return []
+    groups: dict = {}
+    for r in units:
+        groups.setdefault(r["unit"].get(by), []).append(list(r["cells"].values()))
+    return [g for g, cells in groups.items() if coincide(cells, f.metric)]
+
+
+def label(f) -> str:
+    return "measured" if f.get("fixed") == "before_finals" else "post hoc"
+
+
+def closes_shortfall(ctx, f, runs) -> dict:
+    words = {**CLOSES_WORDS, **(f.get("words") or {})}
+    tol, side_ok, side = f.tolerance, f.get("baseline_ok", "within"), f.get("closes", "within")
+    checked = f.get("spread", "checked") == "checked"
+    units = candidate_cells(ctx, f, runs)
+    same = set(coinciding(f, units))
+    by = (f.get("coincide") or {}).get("by")
+    tokens = {"label": label(f), "tolerance": fmt(tol)}
+    for r in units:
+        u, cells, paper = r["unit"], r["cells"], r["paper"]
+        base = u.get("baseline", f.get("baseline"))
+        r["baseline"] = base
+        if not complete(*cells.values()):
+            r["verdict"] = fill(words["waits"], **tokens)
+            continue
+        if checked and _flips(side_ok, cells[base], paper, tol):
+            r["verdict"] = fill(words["inconclusive"], **tokens)
+            continue
+        if passes(side_ok, mean(cells[base]), paper, tol):
+            r["verdict"] = fill(words["no_gap"], **tokens)
+            continue
+        if by and u.get(by) in same and "coincide" in words:
+            r["verdict"] = fill(words["coincide"], **tokens)
+            continue
+        names = {c["value"]: c["name"] for c in r["candidates"]}
+        rest = [c["value"] for c in r["candidates"] if c["role"] == "candidate" and c["value"] != base]
+        texts = []
+        for g in words.get("groups") or [{"closes": words["closes"], "not_closed": words["not_closed"]}]:
+            vals = [v for v in rest if v in g["candidates"]] if "candidates" in g else rest
+            if checked and any(_flips(side, cells[v], paper, tol) for v in vals):
+                texts.append(fill(words["inconclusive"], **tokens))
+                continue
+            closing = [names[v] for v in vals if passes(side, mean(cells[v]), paper, tol)]
+            texts.append(fill(g["closes"] if closing else g["not_closed"], closing=words["join"].join(closing),
+                              candidates=words["join"].join(names[v] for v in vals), **tokens))
+        r["verdict"] = fill(words.get("joined", "{groups}"), groups="; ".join(texts), **tokens)
+    return {"units": units, "coinciding": [g for g in same if g is not None]}
+
+
+def adopt_candidate(ctx, f, runs) -> dict:
+    units = candidate_cells(ctx, f, runs)
+    order = [c["value"] for c in f.candidates]
+    alone = f.get("count", "within") == "alone"
+    per = f.get("per", "all")
+    counts: dict = {}
+    for r in units:
+        r["within"] = [v for v, c in r["cells"].items() if passes("within", mean(c), r["paper"], f.tolerance)]
+        r["supports"] = r["within"][0] if len(r["within"]) == 1 else None
+        group = "" if per == "all" else r["unit"].get(per)
+        n = counts.setdefault(group, dict.fromkeys(order, 0))
+        for v in ([r["supports"]] if r["supports"] is not None else []) if alone else r["within"]:
+            n[v] += 1
+    done = all(complete(*r["cells"].values()) for r in units)
+    picks = {g: max(order, key=lambda v: (n[v], -order.index(v))) for g, n in counts.items()}
+    return {"units": units, "counts": counts, "picks": picks if done else {}, "complete": done,
+            "coinciding": [g for g in coinciding(f, units) if g is not None]}
+
+
+def _arm(ctx, f, u: dict, name: str, runs, i: int) -> tuple[dict, float | None]:
+    """One arm's cell and the paper's value of it: a `row` of the unit's catalog table (its runs there, the
+    column's metric), or a record filter within the unit's `where`."""
+    arm = {**(f.get(name) or {}), **(u.get(name) or {})}
+    key = f.where(f"units[{i}].{name}")
+    if "row" in arm:
+        ids, metric = _table_cell(ctx, f, u, arm["row"], key)
+        c = cell(runs, {"run_id": ids or ["-"]}, f.get("metric") or metric, sorted(set(runs["seed"])), key)
+        c["need"] = len(ids)
+        return c, _paper(ctx, f, u, arm["row"])
+    c = cell(runs, _merge({"where": u.get("where") or {}}, {"where": arm})["where"], f.metric, f.seeds, key)
+    return c, None
+
+
+def _table_cell(ctx, f, u: dict, row: str, key: str) -> tuple[list[str], str]:
+    from ...papers.kinds import table_cells
+    from ..compare import METRIC_COLUMN
+
+    catalog, table = f.get("catalog"), u.get("table")
+    study = ctx.study(catalog)
+    if table not in study.tables:
+        raise ConfigError(f"{key}: {table!r} is not a table of the {catalog} catalog")
+    rows, cols, grid = ctx.memo(("cells", catalog, table), lambda: table_cells(study, table, study.tables[table]))
+    labels = [r["label"] for r in rows]
+    groups = [c["group"] for c in cols]
+    if row not in labels or u.get("column") not in groups:
+        raise ConfigError(f"{key}: no cell ({row!r}, {u.get('column')!r}) in {table}; rows {labels}, columns {groups}")
+    j = groups.index(u["column"])
+    return [rid for rid, _ in grid[labels.index(row)][j]], METRIC_COLUMN.get(cols[j]["metric"], cols[j]["metric"])
+
+
+def _settled(c: dict) -> bool:
+    """Every run of the cell is in the evidence and every completed one has its value (compare.cell_value)."""
+    done = c["rows"]["status"] == "completed"
+    return c["seeds"] == c["need"] and len(c["acc"]) == int(done.sum())
+
+
+def is_paired(f) -> bool:
+    return f.kind == "paired_claim" or f.get("test") == "paired_t"
+
+
+def ordering(ctx, f, runs) -> dict:
+    """Both arms of every unit; the pooled-std verdict, or (paired) the raw paired test that `evaluate` judges."""
+    from ..compare import beyond_spread
+
+    words = {**ORDER_WORDS, **(f.get("words") or {})}
+    units = []
+    for i, u in enumerate(f.units):
+        (a, pa), (b, pb) = _arm(ctx, f, u, "treatment", runs, i), _arm(ctx, f, u, "baseline", runs, i)
+        r = {"unit": u, "cells": (a, b), "paper": None if None in (pa, pb) else pa - pb, "ours": math.nan,
+             "spread": math.nan, "verdict": None, "mean": math.nan, "base_mean": math.nan,
+             "diverged": a["diverged"] + b["diverged"] if _settled(a) and _settled(b) else 0, "p": math.nan}
+        if is_paired(f):
+            r.update(_paired(a, b))
+        elif _settled(a) and _settled(b) and a["acc"] and b["acc"] and not r["diverged"]:
+            r["ours"], r["spread"], v = beyond_spread(a["acc"], b["acc"])
+            r["verdict"] = words[{"appears": "appears", "reversed": "reversed"}.get(v, "within")]
+            r["mean"], r["base_mean"] = sum(a["acc"]) / len(a["acc"]), sum(b["acc"]) / len(b["acc"])
+        units.append(r)
+    return {"units": units}
+
+
+def _paired(a: dict, b: dict) -> dict:
+    """The paired test over the seeds both arms completed; the seeds where only one arm diverged, by arm."""
+    def by_seed(c):
+        rows = c["rows"]
+        done = rows[rows["status"] == "completed"]["seed"].tolist()
+        return dict(zip(done, c["acc"])), set(rows["seed"]) - set(done)
+    (va, fa), (vb, fb) = by_seed(a), by_seed(b)
+    seeds = sorted(set(va) & set(vb))
+    t = paired_t([va[s] - vb[s] for s in seeds])
+    return {"ours": t["mean"], "spread": t["sd"], "lo": t["lo"], "hi": t["hi"], "p": t["p"], "n": t["n"],
+            "failed": {"treatment": sorted(fa - fb), "baseline": sorted(fb - fa)}, "complete": complete(a, b)}
+
+
+def family_p(ctx, family: str) -> dict:
+    """{(finding id, unit index): Holm-adjusted p} over every paired unit of the findings declaring `family` (a
+    finding without one is its own family)."""
+    def make():
+        from .layout import findings
+
+        raw = [((g.id, i), r["p"]) for g in findings(ctx) if is_paired(g) and g.get("family", g.id) == family
+               for i, r in enumerate(raw_result(ctx, g)["units"])]
+        return dict(zip([k for k, _ in raw], holm([p for _, p in raw])))
+    return ctx.memo(("family", family), make)
+
+
+def judge_paired(f, units: list[dict], adjusted: dict) -> None:
+    """Each paired unit's verdict from its Holm-adjusted p and 95 % interval. A diverged seed is a failure of its
+    arm: the treatment's contradicts the claim, the baseline's leaves it inconclusive (no pair to test)."""
+    words = {**CLAIM_WORDS, **(f.get("words") or {})}
+    alpha = float(f.get("alpha", 0.05))
+    for i, r in enumerate(units):
+        r["p_holm"] = adjusted.get((f.id, i), r["p"])
+        r["detectable"] = detectable(r["spread"], r["n"], alpha)
+        sign = 1.0 if not r["paper"] else math.copysign(1.0, r["paper"])
+        if not r["complete"]:
+            r["verdict"] = words["waits"]
+        elif r["failed"]["treatment"]:
+            r["verdict"] = words["contradicted"]
+        elif r["failed"]["baseline"] or r["n"] < 2:
+            r["verdict"] = words["inconclusive"]
+        elif r["p_holm"] < alpha and r["ours"] * sign > 0:
+            r["verdict"] = words["supported"]
+        elif (r["paper"] is not None and not r["lo"] <= r["paper"] <= r["hi"]) or r["hi"] * sign < 0:
+            r["verdict"] = words["contradicted"]
+        else:
+            r["verdict"] = words["inconclusive"]
+
+
+KIND = {"closes_shortfall": closes_shortfall, "adopt_candidate": adopt_candidate, "ordering": ordering,
+        "paired_claim": ordering}
+
+
+def raw_result(ctx, f) -> dict:
+    return ctx.memo(("raw", f.id), lambda: KIND[f.kind](ctx, f, runs_of(ctx, f)))
+
+
+def evaluate(ctx, f) -> dict:
+    """The finding's units with their cells, paper values and verdicts (memoised per render)."""
+    out = raw_result(ctx, f)
+    if f.kind in ("ordering", "paired_claim"):
+        words = {**ORDER_WORDS, **(f.get("words") or {})}
+        if is_paired(f) and "judged" not in out:
+            judge_paired(f, out["units"], family_p(ctx, f.get("family", f.id)))
+            out["judged"] = True
+        for r in out["units"]:
+            r["shown"] = r["verdict"] or (fill(words["diverged"], n=r["diverged"]) if r["diverged"]
+                                          else words["unsettled"])
+    return out

@@ -1,0 +1,252 @@
+"""The Markdown of a declared finding, and the page blocks derived from every declaration.
+
+A block is [intro], the table, [after], joined by blank lines; every finding declaring one page block renders into
+it, in declaration order. `layout.columns` lists the table's columns: unit fields (a name, or {name: heading}) and
+the tokens @paper, @candidates (one column each), @baseline (the baseline's value), @verdict, @candidate and
+@value (layout `long`: a line per candidate), @ours, @spread (ordering), @interval, @p, @detectable (paired).
+Layouts `by_candidate` (a line per group and candidate, the unit column's values across) and `across` (a line per
+group, each unit column's paper value and then its candidates' cells across) serve adopt_candidate. Text tokens:
+{seeds} ('0-1'), {evidence}, {tolerance}, {recorded} and {expected} (runs), and per kind those named below."""
+from __future__ import annotations
+
+import math
+
+from .decide import evaluate, fill
+from .declared import fmt, load_all
+from .match import cell_text
+
+TOKENS = ("@paper", "@candidates", "@baseline", "@verdict", "@candidate", "@value", "@ours", "@spread", "@interval",
+          "@p", "@detectable")
+HEADS = {"@paper": "paper", "@verdict": "verdict", "@candidate": "candidate", "@value": "value", "@ours": "ours",
+         "@spread": "pooled seed std", "@baseline": "baseline", "@interval": "95 % interval", "@p": "p (Holm)",
+         "@detectable": "detectable at 80 % power"}
+RESERVED = {"where", "paper", "candidates", "baseline", "treatment", "table"}
+
+
+def findings(ctx) -> list:
+    return ctx.memo("findings", lambda: load_all(ctx.config("")))
+
+
+def _signed(x) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:+.2f}"
+
+
+def _num(x, spec: str = ".2f") -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
+
+
+def _columns(f, r: dict) -> list[tuple[str, str]]:
+    """(key, heading) of each table column: declared, or the unit's fields then the kind's own."""
+    declared = (f.get("layout") or {}).get("columns")
+    if declared is None:
+        fields = [k for k in r["unit"] if k not in RESERVED]
+        own = {"ordering": ["@paper", "@ours", "@spread", "@verdict"],
+               "paired_claim": ["@paper", "@ours", "@interval", "@p", "@detectable", "@verdict"]}
+        declared = fields + own.get(f.kind, ["@paper", "@candidates", "@verdict"])
+    out = []
+    for c in declared:
+        key, head = next(iter(c.items())) if isinstance(c, dict) else (c, None)
+        out.append((key, head if head is not None else HEADS.get(key, key)))
+    return out
+
+
+def _line(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _wide(f, res: dict) -> list[str]:
+    units = res["units"]
+    cols = _columns(f, units[0])
+    mark = (f.get("layout") or {}).get("baseline_mark", "")
+    long = any(k in ("@candidate", "@value") for k, _ in cols)
+    heads = []
+    for key, head in cols:
+        heads += [c["head"] + (mark if c["value"] == units[0].get("baseline") else "") for c in units[0]["candidates"]] \
+            if key == "@candidates" else [head]
+    lines = [_line(heads), "|" + "---|" * len(heads)]
+    for r in units:
+        for c in (r["candidates"] if long else [None]):
+            lines.append(_line([x for key, _ in cols for x in _cell(f, r, key, c)]))
+    return lines
+
+
+def _cell(f, r: dict, key: str, c: dict | None) -> list[str]:
+    u = r["unit"]
+    if key == "@paper":
+        return [_signed(r["paper"]) if f.kind in ("ordering", "paired_claim") else _num(r["paper"])]
+    if key == "@candidates":
+        return [cell_text(r["cells"][x["value"]]) for x in r["candidates"]]
+    if key == "@candidate":
+        return [c["head"]]
+    if key == "@value":
+        return [cell_text(r["cells"][c["value"]])]
+    if key == "@verdict":
+        if f.kind == "adopt_candidate":
+            return [_supports(f, r)]
+        if f.kind in ("ordering", "paired_claim"):
+            return [r["shown"]]
+        return ["" if c is not None and c["value"] == r["baseline"] else r["verdict"]]
+    if key == "@baseline":
+        return [fmt(r["baseline"])]
+    if key == "@ours":
+        return [_signed(r["ours"])]
+    if key == "@spread":
+        return [_num(r["spread"])]
+    if key == "@interval":
+        return [f"[{_num(r.get('lo'))}, {_num(r.get('hi'))}]"]
+    if key == "@p":
+        return [_num(r.get("p_holm"), ".3g")]
+    if key == "@detectable":
+        return [_num(r.get("detectable"))]
+    return [str(u.get(key, ""))]
+
+
+def _supports(f, r: dict) -> str:
+    from .match import complete
+
+    words = f.get("words") or {}
+    if not complete(*r["cells"].values()):
+        return words.get("waits", "waits for its runs")
+    names = {c["value"]: c["name"] for c in r["candidates"]}
+    if (f.get("count") == "alone") or len(r["within"]) < 2:
+        return names[r["supports"]] if r["supports"] is not None else words.get("neither", "neither")
+    return ", ".join(names[v] for v in r["within"])
+
+
+def _groups(f, res: dict) -> tuple[str, str, dict]:
+    lay = f.get("layout") or {}
+    rows, across = lay.get("rows", "method"), lay.get("columns_by", "column")
+    groups: dict = {}
+    for r in res["units"]:
+        groups.setdefault(r["unit"].get(rows), {})[r["unit"].get(across)] = r
+    return rows, across, groups
+
+
+def _by_candidate(f, res: dict) -> list[str]:
+    """A 'paper' line and a line per candidate for each group; the unit column's values across; the count."""
+    lay = f.get("layout") or {}
+    _, _, groups = _groups(f, res)
+    heads = lay.get("heads", ["method", "candidate", "count"])
+    first = next(iter(groups.values()))
+    lines = [_line([heads[0], heads[1], *first, heads[2]]), "|" + "---|" * (len(first) + 3)]
+    for g, by in groups.items():
+        lines.append(_line([str(g), "paper", *(_num(r["paper"]) for r in by.values())]) + " |")
+        for c in f.candidates:
+            mark = lay.get("adopted_mark", "") if res["picks"].get(g) == c["value"] else ""
+            lines.append(_line([str(g), c["head"] + mark, *(cell_text(r["cells"][c["value"]]) for r in by.values()),
+                                str(res["counts"][g][c["value"]])]))
+    return lines
+
+
+def _across(f, res: dict) -> list[str]:
+    """A line per group: each unit column's paper value, then each (unit column, candidate) cell, '*' if within."""
+    _, _, groups = _groups(f, res)
+    head = (f.get("layout") or {}).get("heads", ["method"])[0]
+    cols = list(next(iter(groups.values())))
+    pairs = [(col, c) for col in cols for c in f.candidates]
+    lines = [_line([head, *(f"{col}, paper" for col in cols), *(f"{col}, {c['head']}" for col, c in pairs)]),
+             "|" + "---|" * (1 + len(cols) + len(pairs))]
+    for g, by in groups.items():
+        lines.append(_line([str(g), *(_num(by[col]["paper"]) for col in cols),
+                            *(cell_text(by[col]["cells"][c["value"]]) + (" *" if c["value"] in by[col]["within"] else "")
+                              for col, c in pairs)]))
+    return lines
+
+
+def _adoption(f, res: dict, **tokens) -> dict:
+    """{picks}, {counts}, {candidate}, {units} and {adoption}: words.adopted once every cell is in, else
+    words.adopt_waits. A pick reads words.pick ({group}, {candidate}, {count}, {units} of its group), a count
+    words.count ({candidate}, {count}: the only group's)."""
+    words = f.get("words") or {}
+    per = f.get("per", "all")
+    names = {c["value"]: c["name"] for c in f.candidates}
+    size: dict = {}
+    for r in res["units"]:
+        g = "" if per == "all" else r["unit"].get(per)
+        size[g] = size.get(g, 0) + 1
+    picks = words.get("pick_join", "; ").join(
+        fill(words.get("pick", "{group}: {candidate}"), group=g, candidate=names[v], count=res["counts"][g][v],
+             units=size[g]) for g, v in res["picks"].items())
+    counts = next(iter(res["counts"].values())) if len(res["counts"]) == 1 else {}
+    out = {**tokens, "picks": picks, "units": len(res["units"]),
+           "counts": words.get("count_join", ", ").join(fill(words.get("count", "{candidate}: {count}"),
+                                                              candidate=names[v], count=n) for v, n in counts.items()),
+           "candidate": names.get(next(iter(res["picks"].values()), None), "")}
+    return {**out, "adoption": fill(words.get("adopted" if res["complete"] else "adopt_waits", ""), **out)}
+
+
+def _summary(f, res: dict) -> str:
+    """Ordering: words.summary per group of `layout.group_by` fields, with {appears}, {settled}, {n}, {order}."""
+    words = f.get("words") or {}
+    by = (f.get("layout") or {}).get("group_by", [])
+    groups: dict = {}
+    for r in res["units"]:
+        groups.setdefault(tuple(r["unit"].get(k) for k in by), []).append(r)
+    appears = (f.get("words") or {}).get("appears", "appears")
+    texts = []
+    for key, g in groups.items():
+        tokens = dict(zip(by, key))
+        settled = sum(r["verdict"] is not None for r in g)
+        if not settled and "summary_pending" in words:
+            texts.append(fill(words["summary_pending"], **tokens))
+            continue
+        texts.append(fill(words.get("summary", ""), appears=sum(r["verdict"] == appears for r in g), settled=settled,
+                          n=len(g), order=_order_text(f, g), **tokens))
+    return "; ".join(texts)
+
+
+def _order_text(f, g: list[dict]) -> str:
+    """Whether the group's means rise in the paper's order (the baseline first, then the treatments by their
+    paper effect): `order` words holds / fails / unsettled."""
+    words = f.get("order") or {}
+    if not words:
+        return ""
+    if any(r["verdict"] is None or r["paper"] is None for r in g):
+        return words.get("unsettled", "not settled")
+    ordered = sorted(g, key=lambda r: r["paper"])
+    means = [ordered[0]["base_mean"]] + [r["mean"] for r in ordered]
+    return words["holds"] if all(x < y for x, y in zip(means, means[1:])) else words["fails"]
+
+
+def render(ctx, f) -> str:
+    """One finding's part of its page block."""
+    res = evaluate(ctx, f)
+    lay = f.get("layout") or {}
+    runs = [c for r in res["units"] for c in (r["cells"].values() if isinstance(r["cells"], dict) else r["cells"])]
+    seeds = f.seeds
+    tokens = {"seeds": f"{seeds[0]}-{seeds[-1]}" if len(seeds) > 1 else fmt(seeds[0]), "evidence": f.get("evidence"),
+              "tolerance": fmt(f.tolerance), "recorded": sum(c["seeds"] for c in runs),
+              "expected": sum(c["need"] for c in runs)}
+    if f.kind == "ordering" and not any(r["verdict"] for r in res["units"]) and "pending" in (f.get("words") or {}):
+        return f.get("words")["pending"]
+    if f.kind == "ordering" and (f.get("words") or {}).get("summary"):
+        tokens["groups"] = _summary(f, res)
+    table = {"by_candidate": _by_candidate, "across": _across}.get(lay.get("kind"), _wide)(f, res)
+    note = ""
+    if res.get("coinciding"):
+        note = fill((f.get("coincide") or {}).get("note", ""), names=", ".join(map(str, res["coinciding"])))
+    if f.kind == "adopt_candidate":
+        tokens = _adoption(f, res, **tokens)
+    after = []
+    for t in lay.get("after", ["{coincide}", "{adoption}"] if f.kind == "adopt_candidate" else ["{coincide}"]):
+        text = fill(t, coincide=note, **tokens)
+        if text or not t:
+            after.append(text)
+    parts = [fill(f.get("intro") or "", **tokens), "\n".join(table), "\n".join(after)]
+    return "\n\n".join(p for p in parts if p)
+
+
+def page_blocks(ctx) -> dict[str, dict]:
+    """{page: {block: renderer(ctx)}} of every declaration (several findings may share a block)."""
+    out: dict[str, dict] = {}
+    for f in findings(ctx):
+        path, block = f.page
+        out.setdefault(path, {}).setdefault(block, []).append(f.id)
+    return {path: {block: _joined(ids) for block, ids in blocks.items()} for path, blocks in out.items()}
+
+
+def _joined(ids: list[str]):
+    def block(ctx) -> str:
+        by_id = {f.id: f for f in findings(ctx)}
+        return "\n\n".join(render(ctx, by_id[i]) for i in ids)
+    return block
