@@ -21,7 +21,6 @@ import math
 import re
 from dataclasses import dataclass
 
-from .readings import matches
 
 STUDY = "fedsynsam_tuning_fmnist_v2"
 SEEDS = (0, 1)
@@ -61,7 +60,7 @@ def stage_scores(runs, stage: Stage = LR):
 
     rows = []
     for _, r in runs.iterrows():
-        for m in matches(r, stage.experiment):
+        for m in [m for m in map(stage.experiment.match, str(r["experiments"]).split(";")) if m]:
             done = r["status"] == "completed" and math.isfinite(float(r["last10_acc"]))
             rows.append({"block": m.group(1), "family": m.group(2), "method": r["label"],
                          "at": value_of(r, stage.other), "row": "", "value": float(value_of(r, stage.param)),

@@ -15,8 +15,7 @@ from typing import Callable
 from . import blocks_leaderboard as lb
 from . import blocks_reproduction as rep
 from . import blocks_studies as small
-from . import (block_diagnostics, direction, dual_diagnostics, dynafed_finetune, error_feedback, gaps, lrpicks,
-               margin, ordering, reading_tests, readings, scope, sparse_column)
+from . import direction, gaps, lrpicks, margin, ordering
 from .export import EVIDENCE, FIGURES
 from .markers import replace
 from .store import Evidence, load
@@ -38,8 +37,8 @@ PAGES: dict[str, dict[str, Callable]] = {
                              **{f"fedsynsam-{t}": rep.target(t) for t in rep.TARGETS},
                              **{f"fedsynsam-{f}": rep.figure(f) for f in rep.FIGURES},
                              "fedsynsam-gaps": gaps.block_for("fedsynsam"),
-                             "fedsynsam-fedgamma-rho": rep.study_table(readings.STUDY, "rho_A_q8_fedgamma"),
-                             **{f"fedsynsam-{t.replace('_', '-')}": rep.study_table(readings.STUDY, t)
+                             "fedsynsam-fedgamma-rho": rep.study_table(lrpicks.STUDY, "rho_A_q8_fedgamma"),
+                             **{f"fedsynsam-{t.replace('_', '-')}": rep.study_table(lrpicks.STUDY, t)
                                 for t in ("colgrid_A_q8", "colgrid_A_k10", "fgread_A_topk", "colgrid_A_q8_duals",
                                           "rhogrid_A_k10", "colgrid_B_k10", "rhogrid_B_k10", "efmodel_topk",
                                           "rhogrid_C_k10", "edge_C_q4", "dyna_C_q4", "efmodel_q4", "tkread_A", "mlpread_A",
@@ -62,6 +61,7 @@ class Context:
     root: Path = Path(".")
     evidence_root: Path = EVIDENCE
     figures_root: Path = FIGURES
+    only: tuple | None = None  # render these pages only (a test's scratch repository); None: every page
     _atlas: dict = field(default_factory=dict)
     _evidence: dict = field(default_factory=dict)
     _studies: dict = field(default_factory=dict)
@@ -125,9 +125,11 @@ def render_all(ctx: Context | None = None) -> dict[str, str]:
     ctx = ctx or Context()
     out = {}
     for path, blocks in pages(ctx).items():
-        text = (ctx.root / path).read_text()
-        out[path] = replace(text, {name: f(ctx) for name, f in blocks.items()}, where=path)
-    out[ATLAS] = render_atlas(rows=ctx.atlas)  # the catalogs are read once per render
+        if ctx.only is None or path in ctx.only:
+            text = (ctx.root / path).read_text()
+            out[path] = replace(text, {name: f(ctx) for name, f in blocks.items()}, where=path)
+    if ctx.only is None or ATLAS in ctx.only:
+        out[ATLAS] = render_atlas(rows=ctx.atlas)  # the catalogs are read once per render
     return out
 
 

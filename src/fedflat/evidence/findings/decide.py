@@ -21,7 +21,7 @@ import math
 
 from ...errors import ConfigError
 from ...util.paired import detectable, holm, paired_t
-from .declared import _merge, fmt
+from .declared import fmt
 from .match import cell, coincide, complete, mean, published
 
 CLOSES_WORDS = {"waits": "waits for its runs", "no_gap": "no gap to explain: the baseline lies within {tolerance} "
@@ -74,8 +74,8 @@ def candidate_cells(ctx, f, runs) -> list[dict]:
     out = []
     for i, u in enumerate(f.units):
         cands = u.get("candidates") or f.candidates
-        cells = {c["value"]: cell(runs, _merge({"where": u.get("where") or {}}, {"where": c["where"]})["where"],
-                                  f.metric, f.seeds, f.where(f"units[{i}]")) for c in cands}
+        cells = {c["value"]: cell(runs, [u.get("where") or {}, c["where"]], f.metric, f.seeds, f.where(f"units[{i}]"))
+                 for c in cands}
         out.append({"unit": u, "candidates": cands, "cells": cells, "paper": _paper(ctx, f, u)})
     return out
 
@@ -163,7 +163,7 @@ def _arm(ctx, f, u: dict, name: str, runs, i: int) -> tuple[dict, float | None]:
         c = cell(runs, {"run_id": ids or ["-"]}, f.get("metric") or metric, sorted(set(runs["seed"])), key)
         c["need"] = len(ids)
         return c, _paper(ctx, f, u, arm["row"])
-    c = cell(runs, _merge({"where": u.get("where") or {}}, {"where": arm})["where"], f.metric, f.seeds, key)
+    c = cell(runs, [u.get("where") or {}, arm], f.metric, f.seeds, key)
     return c, None
 
 
@@ -202,7 +202,8 @@ def ordering(ctx, f, runs) -> dict:
     units = []
     for i, u in enumerate(f.units):
         (a, pa), (b, pb) = _arm(ctx, f, u, "treatment", runs, i), _arm(ctx, f, u, "baseline", runs, i)
-        r = {"unit": u, "cells": (a, b), "paper": None if None in (pa, pb) else pa - pb, "ours": math.nan,
+        effect = {**(f.get("paper") or {}), **(u.get("paper") or {})}.get("value")  # the published effect, if given
+        r = {"unit": u, "cells": (a, b), "paper": effect if None in (pa, pb) else pa - pb, "ours": math.nan,
              "spread": math.nan, "verdict": None, "mean": math.nan, "base_mean": math.nan,
              "diverged": a["diverged"] + b["diverged"] if _settled(a) and _settled(b) else 0, "p": math.nan}
         if is_paired(f):

@@ -132,8 +132,18 @@ def _candidates(raw, f: dict, where) -> list[dict]:
     return out
 
 
-def check(f: dict, source: Path) -> Finding:
-    """One declaration, checked and expanded."""
+def _experiments_named(node) -> list[str]:
+    """Every experiment a finding's filters name (under any `where` / `select` / candidate)."""
+    if isinstance(node, dict):
+        out = [e for e in ([node["experiment"]] if isinstance(node.get("experiment"), str)
+                           else node.get("experiment") or []) if isinstance(e, str)]
+        return out + [e for v in node.values() for e in _experiments_named(v)]
+    return [e for v in node for e in _experiments_named(v)] if isinstance(node, list) else []
+
+
+def check(f: dict, source: Path, experiments=None) -> Finding:
+    """One declaration, checked and expanded; `experiments`: the study's experiment names, when the finding reads
+    the evidence of the config it is declared in (an experiment it names must be one of them)."""
     fid = f.get("id") if isinstance(f, dict) else None
     if not isinstance(fid, str) or not _ID.match(fid):
         raise ConfigError(f"{source}: findings: every finding needs an `id` of [a-z0-9_]+ (got {fid!r})")
@@ -160,6 +170,9 @@ def check(f: dict, source: Path) -> Finding:
         side = (f.get(key) or "within")
         if side not in SIDES:
             raise ConfigError(f"{where(key)}: {side!r} is not one of {', '.join(SIDES)}")
+    for e in _experiments_named(f) if experiments is not None else ():
+        if e not in experiments:
+            raise ConfigError(f"{where('experiment')}: {e!r} is not an experiment of this config")
     units = _units(f, where)
     cands = _candidates(f.get("candidates"), f, where)
     if kind in ("adopt_candidate", "closes_shortfall") and not cands and not all("candidates" in u for u in units):
@@ -188,7 +201,9 @@ def load_file(path: Path) -> list[Finding]:
     raw = cfg.get("findings") or [] if isinstance(cfg, dict) else []
     if not isinstance(raw, list):
         raise ConfigError(f"{path}: findings: a list of declarations")
-    return [check(f, Path(path)) for f in raw]
+    own = set(cfg.get("experiments") or {}) if cfg.get("experiments") else None
+    return [check(f, Path(path), own if isinstance(f, dict) and f.get("evidence") == cfg.get("study") else None)
+            for f in raw]
 
 
 def load_all(config_root: Path) -> list[Finding]:

@@ -61,11 +61,14 @@ def mask(runs, where: dict, key: str = "where") -> np.ndarray:
     return ok
 
 
-def cell(runs, where: dict, metric: str, seeds, key: str = "where") -> dict:
+def cell(runs, where: dict | list, metric: str, seeds, key: str = "where") -> dict:
     """{acc: [metric of each completed seed], diverged: seeds that did not complete, seeds: seeds recorded,
-    rows: the records} of the records `where` holds for among `seeds`; two records of one seed are an error (the
-    filter does not name one setting)."""
-    sub = runs[mask(runs, where, key) & runs["seed"].isin(list(seeds)).to_numpy()]
+    rows: the records} of the records every filter of `where` (one, or a list: a unit's and its candidate's) holds
+    for among `seeds`; two records of one seed are an error (the filters do not name one setting)."""
+    ok = runs["seed"].isin(list(seeds)).to_numpy().copy()
+    for w in where if isinstance(where, list) else [where]:
+        ok &= mask(runs, w, key)
+    sub = runs[ok]
     if sub["seed"].duplicated().any():
         raise ConfigError(f"{key}: {int(sub['seed'].duplicated().sum())} records share a seed; name the setting "
                           f"that tells them apart (e.g. the experiment)")
