@@ -9,7 +9,7 @@ rule config/papers/tuning/fedsynsam_fmnist_v2.yaml fixed before their runs:
 
 Rule, for both: the best validation score (last10_acc, mean over seeds 0-1); ties: the smaller value; a cell with a
 diverged seed is never picked; no pick until the grid is complete. It is the rule every grid search of the project
-uses (papers.kinds_tuning.grid_means / ranked_cells). A grid is keyed by the other coordinate too (`at`: the radius
+uses (report.grids.grid_means / ranked_cells). A grid is keyed by the other coordinate too (`at`: the radius
 of an lr grid, the lr of a radius grid), so an lr grid that runs again at a new radius stays apart from the old one.
 
 The catalog (config/papers/fedsynsam.yaml) then takes the picks: `catalog_values` reads what it runs, and a test
@@ -76,7 +76,7 @@ def lr_scores(runs):
 def picks(runs, stage: Stage = LR) -> dict[tuple[str, str, str, str], dict]:
     """{(block, family, method, at): {means: {value: mean or NaN}, complete, pick (None until complete or where
     every cell diverged)}}. Complete: `stage.grid_size` values, each with every seed recorded."""
-    from ..papers.kinds_tuning import grid_means, ranked_cells
+    from ..report.grids import grid_means, ranked_cells
 
     df = stage_scores(runs, stage)
     out = {}

@@ -114,7 +114,7 @@ def _check_method(name: str, grid, trials: int | None, lr: list, lr_only: list) 
 def check(lb: Any) -> dict:
     """The `leaderboard:` section, every key checked; one ConfigError naming the key."""
     from ..algorithms import PRESETS
-    from ..papers.kinds_tuning import METRICS
+    from ..report.grids import METRICS
 
     if not isinstance(lb, dict):
         raise ConfigError("leaderboard: must be a mapping")
@@ -215,7 +215,7 @@ def lr_grid(p: dict, method: str) -> list:
 
 def _tuning_experiments(p: dict) -> dict:
     from ..algorithms import PRESETS
-    from ..papers.kinds_tuning import setting_text
+    from ..report.grids import setting_text
 
     tu, out = p["tuning"], {}
     for part in tu["partitions"]:
@@ -233,7 +233,7 @@ def _tuning_experiments(p: dict) -> dict:
 
 def _entry(name: str, lr: float, params: dict, holdout: float | None = None) -> dict:
     from ..algorithms import PRESETS
-    from ..papers.kinds_tuning import setting_text
+    from ..report.grids import setting_text
 
     label = PRESETS.get(name).label
     training = {"lr": lr, **({"holdout": holdout} if holdout else {})}
