@@ -2,10 +2,7 @@
 
   export CONFIG [--scale S]        write results/evidence/<study>/ from this machine's results/ tree
   pages [--check]                  re-render the result pages from the committed evidence (or check for drift)
-  trace STUDY TABLE ROW COLUMN     the runs behind one table cell (run ids, seeds, settings, commit)
-  stage-e BLOCK                    FedSynSAM's lr grids of a Table II block (A, B, C) that the catalog follows: the
-                                   rule's pick, the catalog's lr, and the lr stage E must run next
-  lr-sources BLOCK                 the FedSynSAM settings file's lr entries of block B or C, from the evidence"""
+  trace STUDY TABLE ROW COLUMN     the runs behind one table cell (run ids, seeds, settings, commit)"""
 from __future__ import annotations
 
 import argparse
@@ -30,10 +27,6 @@ def main(argv=None) -> int:
     tr = sub.add_parser("trace", help="the runs behind one table cell")
     for k in ("study", "table", "row", "column"):
         tr.add_argument(k)
-    se = sub.add_parser("stage-e", help="the lr each FedSynSAM grid of a block needs next (stage E)")
-    se.add_argument("block", choices=("A", "B", "C"))
-    ls = sub.add_parser("lr-sources", help="the settings file's lr entries of a block, from the evidence")
-    ls.add_argument("block", choices=("B", "C"))
     a = ap.parse_args(argv)
     try:
         if a.cmd == "export":
@@ -58,14 +51,6 @@ def main(argv=None) -> int:
                 return 1 if bad else 0
             changed = write()
             print("re-rendered: " + (", ".join(changed) if changed else "nothing changed"))
-        elif a.cmd == "stage-e":
-            from .lrpicks import stage_e_report
-
-            print(stage_e_report(a.block))
-        elif a.cmd == "lr-sources":
-            from .lrsources import report
-
-            print(report(a.block))
         else:
             from .trace import render
 

@@ -15,12 +15,13 @@ from typing import Callable
 from . import blocks_leaderboard as lb
 from . import blocks_reproduction as rep
 from . import blocks_studies as small
-from . import direction, gaps, lrpicks, margin, ordering
+from . import direction, gaps
 from .export import EVIDENCE, FIGURES
 from .markers import replace
 from .store import Evidence, load
 
 ATLAS = "docs/atlas.md"
+TUNING = "fedsynsam_tuning_fmnist_v2"
 
 # file -> {block name: renderer(ctx) -> Markdown}
 PAGES: dict[str, dict[str, Callable]] = {
@@ -37,16 +38,12 @@ PAGES: dict[str, dict[str, Callable]] = {
                              **{f"fedsynsam-{t}": rep.target(t) for t in rep.TARGETS},
                              **{f"fedsynsam-{f}": rep.figure(f) for f in rep.FIGURES},
                              "fedsynsam-gaps": gaps.block_for("fedsynsam"),
-                             "fedsynsam-fedgamma-rho": rep.study_table(lrpicks.STUDY, "rho_A_q8_fedgamma"),
-                             **{f"fedsynsam-{t.replace('_', '-')}": rep.study_table(lrpicks.STUDY, t)
+                             "fedsynsam-fedgamma-rho": rep.study_table(TUNING, "rho_A_q8_fedgamma"),
+                             **{f"fedsynsam-{t.replace('_', '-')}": rep.study_table(TUNING, t)
                                 for t in ("colgrid_A_q8", "colgrid_A_k10", "fgread_A_topk", "colgrid_A_q8_duals",
                                           "rhogrid_A_k10", "colgrid_B_k10", "rhogrid_B_k10", "efmodel_topk",
                                           "rhogrid_C_k10", "edge_C_q4", "dyna_C_q4", "efmodel_q4", "tkread_A", "mlpread_A",
                                           "colgrid_C_k10", "ef1x_C_k10")},
-                             "fedsynsam-margin-lr": margin.lr_block,
-                             "fedsynsam-table1-ordering-lr": ordering.low_lr_block,
-                             "fedsynsam-lr-picks": lrpicks.block,
-                             "fedsynsam-rho-picks": lrpicks.rho_block,
                              "fedsynsam-table1-direction": direction.block,
                              "fedsynsam-lr-sharpness": direction.lr_block},
     "docs/papers.md": {"fedsagd-stability-digits": small.fedsagd_stability},

@@ -22,7 +22,7 @@ import math
 from ...errors import ConfigError
 from ...util.paired import detectable, holm, paired_t
 from .declared import fmt
-from .match import cell, coincide, complete, mean, published
+from .match import cell, coincide, complete, mask, mean, prepared, published, spec_value, table_cell, values
 
 CLOSES_WORDS = {"waits": "waits for its runs", "no_gap": "no gap to explain: the baseline lies within {tolerance} "
                 "points of the paper", "closes": "{label}: {closing} closes the gap",
@@ -59,7 +59,7 @@ def _flips(side: str, c: dict, paper: float | None, tol: float) -> bool:
 
 
 def runs_of(ctx, f):
-    return ctx.memo(("runs", f.get("evidence")), lambda: ctx.evidence(f.get("evidence")).runs())
+    return ctx.memo(("runs", f.get("evidence")), lambda: prepared(ctx.evidence(f.get("evidence")).runs()))
 
 
 def _paper(ctx, f, u: dict, row: str | None = None) -> float | None:
@@ -135,6 +135,8 @@ def closes_shortfall(ctx, f, runs) -> dict:
 
 
 def adopt_candidate(ctx, f, runs) -> dict:
+    if f.get("by") == "score":
+        return grid_picks(ctx, f, runs)
     units = candidate_cells(ctx, f, runs)
     order = [c["value"] for c in f.candidates]
     alone = f.get("count", "within") == "alone"
@@ -153,18 +155,107 @@ def adopt_candidate(ctx, f, runs) -> dict:
             "coinciding": [g for g in coinciding(f, units) if g is not None]}
 
 
-def _arm(ctx, f, u: dict, name: str, runs, i: int) -> tuple[dict, float | None]:
+def grid_picks(ctx, f, runs) -> dict:
+    """`by: score`, the grid-search rule (report.grids): within each declared unit, one grid per value of
+    `grid.by` (the method, and the coordinate held fixed); per grid, the value of `grid.field` whose cell has the
+    best mean, ties to the smaller value, a cell with a diverged seed never; no pick until the grid holds
+    `grid.size` values with every seed. `unit.catalog` names the catalog experiments that take the pick: the
+    grid run at the catalog's fixed coordinate is the one it follows, and `catalog` holds the values it runs."""
+    import numpy as np
+
+    g = f.get("grid") or {}
+    field, by = g["field"], g.get("by", ["preset"])
+    study = ctx.study(f.get("catalog")) if any(u.get("catalog") for u in f.units) else None
+    out = []
+    for u in f.units:
+        sub = runs[mask(runs, u.get("where") or {}) & runs["seed"].isin(list(f.seeds)).to_numpy()]
+        keys = list(zip(*(values(sub, b) for b in by))) if len(sub) else []
+        for key in sorted(set(keys), key=lambda k: [_label(x) if b == "preset" else fmt(x) if x is not None else ""
+                                                      for b, x in zip(by, k)]):
+            h = sub[np.array([k == key for k in keys], dtype=bool)]
+            vals = sorted(set(values(h, field)), key=float)
+            cells = {float(v): cell(h, {field.partition(".")[0]: {field.partition(".")[2]: v}} if "." in field
+                                    else {field: v}, f.metric, f.seeds) for v in vals}
+            means = {v: (sum(c["acc"]) / len(c["acc"]) if c["acc"] and not c["diverged"] else math.nan)
+                     for v, c in cells.items()}
+            done = len(cells) >= int(g.get("size", 1)) and complete(*cells.values())
+            ok = [v for v, m in means.items() if not math.isnan(m)]
+            pick = min(ok, key=lambda v: (-means[v], v)) if done and ok else None
+            preset = dict(zip(by, key)).get("preset")
+            cat = _catalog(study, u.get("catalog"), preset, [field] + [b for b in by if b != "preset"])
+            at = tuple(fmt(x) if x is not None else "" for b, x in zip(by, key) if b != "preset")
+            out.append({"unit": {**u, "method": _label(preset), "at": at[0] if at else ""}, "preset": preset, "means": means,
+                        "cells": cells,
+                        "complete": done, "pick": pick, "catalog": cat[0],
+                        "follows": bool(cat[1]) and cat[1] == [{a} for a in at]})
+    return {"units": out, "grids": True}
+
+
+def _label(preset) -> str:
+    from ...algorithms import PRESETS
+
+    return PRESETS.get(preset).label if preset else ""
+
+
+def _catalog(study, experiments, preset, names: list[str]) -> tuple[set, list[set]]:
+    """(the values of names[0], [the values of each other name]) the catalog's runs of `preset` use in
+    `experiments` ('%g'; '' where the run has none)."""
+    if study is None or not experiments:
+        return set(), []
+    got = [set() for _ in names]
+    for e in experiments:
+        for rid, _ in study.experiments[e]:
+            spec = study.runs[rid]
+            if spec.algorithm == preset:
+                for s, n in zip(got, names):
+                    v = spec_value(spec, n)
+                    s.add(fmt(v) if v is not None else "")
+    return got[0], got[1:]
+
+
+def _arm(ctx, f, u: dict, name: str, runs, i: int, value=None) -> tuple[dict | None, float | None]:
     """One arm's cell and the paper's value of it: a `row` of the unit's catalog table (its runs there, the
-    column's metric), or a record filter within the unit's `where`."""
+    column's metric); a `row` of an exported table (`table_csv`, the unit's `metric`); the cell a `grid` finding
+    picked for `method` in the unit's grid the catalog follows (or its cell at `value`); or a record filter within
+    the unit's `where`. None: the grid has no pick yet."""
     arm = {**(f.get(name) or {}), **(u.get(name) or {})}
     key = f.where(f"units[{i}].{name}")
+    if "grid" in arm:
+        return _grid_arm(ctx, u, arm, value), None
+    if "table_csv" in arm:
+        frame = ctx.memo(("csv", f.get("evidence"), arm["table_csv"]), lambda: _csv(ctx, f.get("evidence"),
+                                                                                    arm["table_csv"]))
+        return (None if frame is None else table_cell(frame, arm["row"], u.get("metric"), u.get("group"))), None
     if "row" in arm:
         ids, metric = _table_cell(ctx, f, u, arm["row"], key)
         c = cell(runs, {"run_id": ids or ["-"]}, f.get("metric") or metric, sorted(set(runs["seed"])), key)
         c["need"] = len(ids)
         return c, _paper(ctx, f, u, arm["row"])
-    c = cell(runs, [u.get("where") or {}, arm], f.metric, f.seeds, key)
-    return c, None
+    return cell(runs, [u.get("where") or {}, arm], f.metric, f.seeds, key), None
+
+
+def _grid_arm(ctx, u: dict, arm: dict, value=None) -> dict | None:
+    """The cell at the pick (or at `value`) of the complete grid the catalog follows for arm.method, in the unit
+    of the `grid` finding whose fields the ordering unit shares."""
+    from .layout import findings
+
+    g = next(x for x in findings(ctx) if x.id == arm["grid"])
+    label = _label(arm["method"])
+    for r in evaluate(ctx, g)["units"]:
+        shared = [k for k in u if k in r["unit"] and k not in ("where", "paper", "catalog", "method")]
+        if r["follows"] and r["unit"]["method"] == label and all(r["unit"][k] == u[k] for k in shared):
+            at = r["pick"] if value is None else value
+            return {**r["cells"][at], "pick": r["pick"]} if r["complete"] and at in r["cells"] else None
+    return None
+
+
+def _csv(ctx, study: str, table: str):
+    import io
+
+    import pandas as pd
+
+    text = ctx.evidence(study).table_text(table, "csv")
+    return None if text is None else pd.read_csv(io.StringIO(text))
 
 
 def _table_cell(ctx, f, u: dict, row: str, key: str) -> tuple[list[str], str]:
@@ -184,10 +275,9 @@ def _table_cell(ctx, f, u: dict, row: str, key: str) -> tuple[list[str], str]:
     return [rid for rid, _ in grid[labels.index(row)][j]], METRIC_COLUMN.get(cols[j]["metric"], cols[j]["metric"])
 
 
-def _settled(c: dict) -> bool:
+def _settled(c: dict | None) -> bool:
     """Every run of the cell is in the evidence and every completed one has its value (compare.cell_value)."""
-    done = c["rows"]["status"] == "completed"
-    return c["seeds"] == c["need"] and len(c["acc"]) == int(done.sum())
+    return c is not None and c["seeds"] == c["need"] and not c["unmeasured"]
 
 
 def is_paired(f) -> bool:
@@ -195,25 +285,54 @@ def is_paired(f) -> bool:
 
 
 def ordering(ctx, f, runs) -> dict:
-    """Both arms of every unit; the pooled-std verdict, or (paired) the raw paired test that `evaluate` judges."""
-    from ..compare import beyond_spread
-
+    """Both arms of every unit; the pooled-std verdict, or (paired) the raw paired test that `evaluate` judges.
+    `versus` sets each verdict beside another: the same arms at another value of their grid ({value: x}), or a
+    unit of another ordering ({finding: id, unit: {fields}}, the unit's own `versus` fields merged in). A unit
+    whose grid arm has no pick yet is left out."""
     words = {**ORDER_WORDS, **(f.get("words") or {})}
     units = []
     for i, u in enumerate(f.units):
         (a, pa), (b, pb) = _arm(ctx, f, u, "treatment", runs, i), _arm(ctx, f, u, "baseline", runs, i)
+        if (a is None or b is None) and any("grid" in (f.get(k) or {}) for k in ("treatment", "baseline")):
+            continue
         effect = {**(f.get("paper") or {}), **(u.get("paper") or {})}.get("value")  # the published effect, if given
-        r = {"unit": u, "cells": (a, b), "paper": effect if None in (pa, pb) else pa - pb, "ours": math.nan,
-             "spread": math.nan, "verdict": None, "mean": math.nan, "base_mean": math.nan,
-             "diverged": a["diverged"] + b["diverged"] if _settled(a) and _settled(b) else 0, "p": math.nan}
-        if is_paired(f):
-            r.update(_paired(a, b))
-        elif _settled(a) and _settled(b) and a["acc"] and b["acc"] and not r["diverged"]:
-            r["ours"], r["spread"], v = beyond_spread(a["acc"], b["acc"])
-            r["verdict"] = words[{"appears": "appears", "reversed": "reversed"}.get(v, "within")]
-            r["mean"], r["base_mean"] = sum(a["acc"]) / len(a["acc"]), sum(b["acc"]) / len(b["acc"])
+        r = {"unit": u, "cells": (a, b), "paper": effect if None in (pa, pb) else pa - pb, "p": math.nan,
+             **(_paired(a, b) if is_paired(f) else _compare(a, b, words))}
+        versus = {**(f.get("versus") or {}), **(u.get("versus") or {})}
+        if "value" in versus:
+            r["versus"] = _compare(_arm(ctx, f, u, "treatment", runs, i, versus["value"])[0],
+                                   _arm(ctx, f, u, "baseline", runs, i, versus["value"])[0], words)
+        elif "finding" in versus:
+            other = next(x for x in _all(ctx) if x.id == versus["finding"])
+            want = {k: v for k, v in versus.items() if k not in ("finding",)}
+            want = {**want.pop("unit", {}), **want}
+            r["versus"] = next((o for o in evaluate(ctx, other)["units"]
+                                if all(o["unit"].get(k) == v for k, v in want.items())), None)
         units.append(r)
     return {"units": units}
+
+
+def _all(ctx):
+    from .layout import findings
+
+    return findings(ctx)
+
+
+def _compare(a: dict | None, b: dict | None, words: dict) -> dict:
+    """The pooled-std test of two settled cells: ours (the difference of the seed means), spread, verdict, the
+    means; no verdict while a cell is not settled or a seed diverged (`diverged` counts them)."""
+    from ..compare import beyond_spread
+
+    out = {"ours": math.nan, "spread": math.nan, "verdict": None, "mean": math.nan, "base_mean": math.nan,
+           "diverged": 0}
+    if not (_settled(a) and _settled(b)):
+        return out
+    out["diverged"] = a["diverged"] + b["diverged"]
+    if a["acc"] and b["acc"] and not out["diverged"]:
+        out["ours"], out["spread"], v = beyond_spread(a["acc"], b["acc"])
+        out["verdict"] = words[{"appears": "appears", "reversed": "reversed"}.get(v, "within")]
+        out["mean"], out["base_mean"] = sum(a["acc"]) / len(a["acc"]), sum(b["acc"]) / len(b["acc"])
+    return out
 
 
 def _paired(a: dict, b: dict) -> dict:

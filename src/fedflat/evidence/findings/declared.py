@@ -18,9 +18,9 @@ KINDS = ("adopt_candidate", "closes_shortfall", "ordering", "paired_claim")
 FIXED = ("before_finals", "post_hoc")
 COMMON = {"id", "question", "kind", "fixed", "fixed_note", "evidence", "catalog", "select", "units", "metric", "seeds",
           "tolerance", "page", "intro", "words", "layout", "paper"}
-KIND_KEYS = {"adopt_candidate": {"candidates", "per", "count", "coincide"},
+KIND_KEYS = {"adopt_candidate": {"candidates", "per", "count", "coincide", "by", "grid"},
              "closes_shortfall": {"candidates", "baseline", "shown", "baseline_ok", "closes", "spread", "coincide"},
-             "ordering": {"test", "treatment", "baseline", "alpha", "family", "summary", "order"},
+             "ordering": {"test", "treatment", "baseline", "alpha", "family", "summary", "order", "versus"},
              "paired_claim": {"treatment", "baseline", "alpha", "family"}}
 SIDES = ("within", "not_below", "not_above")  # |x - paper| <= tol; x >= paper - tol; x <= paper + tol
 MERGED = ("where", "paper", "treatment", "baseline")  # unit keys whose mappings merge across parts
@@ -175,7 +175,12 @@ def check(f: dict, source: Path, experiments=None) -> Finding:
             raise ConfigError(f"{where('experiment')}: {e!r} is not an experiment of this config")
     units = _units(f, where)
     cands = _candidates(f.get("candidates"), f, where)
-    if kind in ("adopt_candidate", "closes_shortfall") and not cands and not all("candidates" in u for u in units):
+    if f.get("by", "within") not in ("within", "score"):
+        raise ConfigError(f"{where('by')}: {f.get('by')!r} is not one of within, score")
+    if f.get("by") == "score" and not (f.get("grid") or {}).get("field"):
+        raise ConfigError(f"{where('grid')}: {{field: <the searched setting>, by: [preset, <the fixed one>], size: n}}")
+    if kind in ("adopt_candidate", "closes_shortfall") and not cands and not f.get("grid") \
+            and not all("candidates" in u for u in units):
         raise ConfigError(f"{where('candidates')}: missing (the settings the rule compares)")
     if kind in ("ordering", "paired_claim") and not (f.get("treatment") or all("treatment" in u for u in units)):
         raise ConfigError(f"{where('treatment')}: missing (the arm the claim is about)")

@@ -98,7 +98,31 @@ def _cell(f, r: dict, key: str, c: dict | None) -> list[str]:
         return [_num(r.get("p_holm"), ".3g")]
     if key == "@detectable":
         return [_num(r.get("detectable"))]
+    if key in ("@result", "@versus"):
+        return [_result(f, r if key == "@result" else r.get("versus"), key[1:])]
+    if key == "@picks":
+        return [", ".join("none" if c.get("pick") is None else fmt(c["pick"]) for c in r["cells"])]
+    if key == "@explained":
+        return [_explained(r)]
     return [str(u.get(key, ""))]
+
+
+def _result(f, x: dict | None, which: str) -> str:
+    """An ordering's result as words.result / words.versus print it ({ours}, {spread}, {verdict}), or
+    words.<which>_unsettled."""
+    words = f.get("words") or {}
+    if x is None or x.get("verdict") is None:
+        return words.get(f"{which}_unsettled", "not settled")
+    return fill(words.get(which, "{ours} ({spread}): {verdict}"), ours=_signed(x.get("ours")), spread=_num(x.get("spread")),
+                verdict=x["verdict"])
+
+
+def _explained(r: dict) -> str:
+    """Does the ordering appear here and not in its `versus` (the setting explains or hides it)?"""
+    if r["verdict"] is None:
+        return "-"
+    v = r.get("versus")
+    return "yes" if r["verdict"] == "appears" and (v is None or v.get("verdict") != "appears") else "no"
 
 
 def _supports(f, r: dict) -> str:
@@ -151,6 +175,43 @@ def _across(f, res: dict) -> list[str]:
                             *(cell_text(by[col]["cells"][c["value"]]) + (" *" if c["value"] in by[col]["within"] else "")
                               for col, c in pairs)]))
     return lines
+
+
+def _grid_table(f, res: dict) -> list[str]:
+    """A line per grid (by: score): its unit fields, the fixed coordinate (*catalog*: the grid the catalog follows),
+    every value's mean (the pick bold), the pick with its edge mark, and the values the catalog runs."""
+    g, lay = f.get("grid") or {}, f.get("layout") or {}
+    cols = [c for c in lay.get("columns", [])]
+    lines = [_line([next(iter(c.values())) if isinstance(c, dict) else c for c in cols]), "|" + "---|" * len(cols)]
+    for r in res["units"]:
+        cells = ", ".join((f"**{x:g}: {_mean(m)}**" if x == r["pick"] else f"{x:g}: {_mean(m)}")
+                          for x, m in r["means"].items())
+        ladder = g.get("ladder") if r["follows"] else None
+        pick = (f"{r['pick']:g}{_edge(r['pick'], list(r['means']), ladder, f.get('words') or {})}" if r["pick"] is not None
+                else ("every cell diverged" if r["complete"] else "incomplete"))
+        at = (r["unit"]["at"] or "–") + (" (*catalog*)" if r["follows"] else "")
+        own = {"@at": at, "@means": cells, "@pick": pick,
+               "@catalog": ", ".join(sorted(r["catalog"], key=lambda v: float(v or 0))) or "–"}
+        lines.append(_line([own.get(k, str(r["unit"].get(k, ""))) for k in
+                            (next(iter(c)) if isinstance(c, dict) else c for c in cols)]))
+    return lines
+
+
+def _mean(m: float) -> str:
+    return "diverged" if m != m else f"{m:.2f}"
+
+
+def _edge(value: float, grid: list[float], ladder: list | None, words: dict) -> str:
+    """' (grid top)' / ' (grid bottom)' for a pick on its grid's edge; with the ladder a grid is extended along,
+    whether the ladder extends the grid past the pick (words.extends) or ends there (words.ladder_end)."""
+    if value not in (min(grid), max(grid)):
+        return ""
+    side = "grid top" if value == max(grid) else "grid bottom"
+    if ladder is None:
+        return f" ({side})"
+    beyond = ladder[-1] > value if side == "grid top" else ladder[0] < value
+    return fill(words.get("extends" if beyond else "ladder_end",
+                          " ({side}; the ladder extends it)" if beyond else " ({side}: the end of the ladder)"), side=side)
 
 
 def _adoption(f, res: dict, **tokens) -> dict:
@@ -221,14 +282,27 @@ def render(ctx, f) -> str:
         return f.get("words")["pending"]
     if f.kind == "ordering" and (f.get("words") or {}).get("summary"):
         tokens["groups"] = _summary(f, res)
-    table = {"by_candidate": _by_candidate, "across": _across}.get(lay.get("kind"), _wide)(f, res)
+    if f.kind == "ordering":
+        tokens.update(explained=sum(_explained(r) == "yes" for r in res["units"]), n=len(res["units"]))
+    if lay.get("embed"):
+        from ..store import embed
+
+        tokens["embed"] = embed(ctx.evidence(f.get("evidence")).table_text(lay["embed"]) or "")
+    if res.get("grids"):
+        if not res["units"]:
+            return (f.get("words") or {}).get("pending", "")
+        tokens.update(done=sum(r["complete"] and r["follows"] for r in res["units"]), grids=len(res["units"]),
+                      expected_grids=len(f.units) * int((f.get("grid") or {}).get("methods", 1)))
+    table = {"by_candidate": _by_candidate, "across": _across, "grid": _grid_table}.get(
+        "grid" if res.get("grids") else lay.get("kind"), _wide)(f, res)
     note = ""
     if res.get("coinciding"):
         note = fill((f.get("coincide") or {}).get("note", ""), names=", ".join(map(str, res["coinciding"])))
-    if f.kind == "adopt_candidate":
+    if f.kind == "adopt_candidate" and not res.get("grids"):
         tokens = _adoption(f, res, **tokens)
     after = []
-    for t in lay.get("after", ["{coincide}", "{adoption}"] if f.kind == "adopt_candidate" else ["{coincide}"]):
+    adopts = f.kind == "adopt_candidate" and not res.get("grids")
+    for t in lay.get("after", ["{coincide}", "{adoption}"] if adopts else ["{coincide}"]):
         text = fill(t, coincide=note, **tokens)
         if text or not t:
             after.append(text)

@@ -18,14 +18,18 @@ JSON_FIELDS = ("hparams", "uplink")
 
 
 def _parsed(runs, name: str) -> list:
-    """The experiments (as sets) or a JSON settings column (as dicts) of every record, parsed once per frame."""
-    memo = runs.attrs.setdefault("parsed", {})
-    if name not in memo:
-        if name == "experiments":
-            memo[name] = [set(str(e).split(";")) for e in runs["experiments"]]
-        else:
-            memo[name] = [json.loads(v) if isinstance(v, str) and v else {} for v in runs[name]]
-    return memo[name]
+    """The experiments (as sets) or a JSON settings column (as dicts) of every record: the columns `prepared`
+    added, or parsed here."""
+    if f"_{name}" in runs.columns:
+        return list(runs[f"_{name}"])
+    if name == "experiments":
+        return [set(str(e).split(";")) for e in runs["experiments"]]
+    return [json.loads(v) if isinstance(v, str) and v else {} for v in runs[name]]
+
+
+def prepared(runs):
+    """The records with their experiments and JSON settings parsed once, as columns (a slice keeps them)."""
+    return runs.assign(**{f"_{n}": _parsed(runs, n) for n in ("experiments", *JSON_FIELDS)})
 
 
 def _same(x, want) -> bool:
@@ -61,6 +65,24 @@ def mask(runs, where: dict, key: str = "where") -> np.ndarray:
     return ok
 
 
+def values(runs, name: str) -> list:
+    """Every record's value of a field: a column, or `hparams.<key>` / `uplink.<key>` (None where absent)."""
+    head, _, key = name.partition(".")
+    if head in JSON_FIELDS:
+        return [d.get(key) for d in _parsed(runs, head)]
+    return list(runs[head])
+
+
+def spec_value(spec, name: str):
+    """A run spec's value of the same field (the catalog's runs, before any record exists)."""
+    head, _, key = name.partition(".")
+    if head == "hparams":
+        return spec.hparams.get(key)
+    if head == "uplink":
+        return (spec.uplink or {}).get(key)
+    return spec.training[head] if head in spec.training else getattr(spec, head, None)
+
+
 def cell(runs, where: dict | list, metric: str, seeds, key: str = "where") -> dict:
     """{acc: [metric of each completed seed], diverged: seeds that did not complete, seeds: seeds recorded,
     rows: the records} of the records every filter of `where` (one, or a list: a unit's and its candidate's) holds
@@ -75,7 +97,21 @@ def cell(runs, where: dict | list, metric: str, seeds, key: str = "where") -> di
     vals = sub[metric].astype(float) if metric in sub.columns else sub["seed"] * math.nan
     done = (sub["status"] == "completed") & np.isfinite(vals)
     return {"acc": [float(v) for v in vals[done]], "diverged": int((~done).sum()), "seeds": len(sub), "rows": sub,
-            "need": len(seeds)}
+            "need": len(seeds), "unmeasured": int(((sub["status"] == "completed") & ~np.isfinite(vals)).sum())}
+
+
+def table_cell(frame, row: str, metric: str, group: str | None = None) -> dict | None:
+    """A cell of an exported paper_table (its long .csv: per-seed values in `per_seed`); None where the row is
+    missing."""
+    sub = frame[(frame["row"] == row) & (frame["metric"].astype(str) == metric)]
+    if group is not None:
+        sub = sub[sub["group"] == group]
+    if sub.empty:
+        return None
+    r = sub.iloc[0]
+    acc = [float(x) for x in str(r["per_seed"]).split(";") if x not in ("", "nan", "None")]
+    n, bad = int(r["n_seeds"]), int(r["diverged"])
+    return {"acc": acc, "diverged": bad, "seeds": len(acc) + bad, "need": n, "unmeasured": 0, "rows": None}
 
 
 def mean(c: dict | None) -> float | None:
