@@ -53,3 +53,13 @@ def _label(preset):
     from fedflat.algorithms import PRESETS
 
     return PRESETS.get(preset).label
+
+
+def test_no_grid_the_catalog_follows_waits_for_stage_e(ctx):
+    """Stage E extends a grid whose pick sits on its edge along the ladder; the committed grids are all settled."""
+    from fedflat.evidence.findings.layout import _edge
+
+    f = next(f for f in _grid_findings(ctx) if f.get("grid").get("ladder"))
+    for r in evaluate(ctx, f)["units"]:
+        if r["follows"] and r["pick"] is not None:
+            assert "extends" not in _edge(r["pick"], list(r["means"]), f.get("grid")["ladder"], f.get("words")), r["unit"]
