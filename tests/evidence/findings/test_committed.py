@@ -5,8 +5,9 @@ from pathlib import Path
 import pytest
 
 import fedflat.plugins  # noqa: F401
-from fedflat.evidence.findings.decide import _catalog, evaluate
-from fedflat.evidence.findings.layout import findings
+from fedflat.evidence.findings.decide import evaluate
+from fedflat.evidence.findings.sources import catalog_values
+from fedflat.evidence.findings.declared import findings
 from fedflat.evidence.pages import Context
 
 REPO = Path(__file__).resolve().parents[3]
@@ -44,7 +45,7 @@ def test_a_block_a_radius_pick_is_the_radius_of_its_family_s_columns_in_every_bl
         preset = r["unit"]["where"].get("preset") or next(
             c.algorithm for c in study.runs.values() if c.algorithm and _label(c.algorithm) == r["unit"]["method"])
         for u in (u for u in lr_units if u["columns"] == r["unit"]["columns"]):
-            assert _catalog(study, u["catalog"], preset, ["hparams.rho"])[0] == {f"{r['pick']:g}"}, (u["block"], preset)
+            assert catalog_values(study, u["catalog"], preset, ["hparams.rho"])[0] == {f"{r['pick']:g}"}, (u["block"], preset)
             checked += 1
     assert checked >= 3 * 9  # every complete radius grid, in blocks A, B and C
 

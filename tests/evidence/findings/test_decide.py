@@ -147,7 +147,7 @@ def test_holm_adjusts_the_p_values_within_a_family_across_findings(tmp_path):
             f"   metric: last10_acc, family: fam, units: [{{name: u}}], treatment: {{preset: {p}}},\n"
             f"   baseline: {{preset: fedavg}}, paper: {{value: 1.0}}, page: {{file: p.md, block: b}}}}\n"
             for i, p in (("one", "fedsam"), ("two", "fedlesam"))))
-    from fedflat.evidence.findings.layout import findings
+    from fedflat.evidence.findings.declared import findings
 
     got = {f.id: evaluate(ctx, f)["units"][0] for f in findings(ctx)}
     raw = sorted((got[i]["p"], i) for i in got)

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import math
 
-from ...errors import ConfigError
 from ...util.paired import detectable, holm, paired_t
-from .declared import fmt
-from .match import cell, coincide, complete, mask, mean, prepared, published, spec_value, table_cell, values
+from .declared import findings, fmt
+from .match import cell, coincide, complete, mask, mean, table_cell, values
+from .sources import (candidate_cells, catalog_cell, catalog_values, exported_table, paper_of, preset_label,
+                      runs_of)
 
 CLOSES_WORDS = {"waits": "waits for its runs", "no_gap": "no gap to explain: the baseline lies within {tolerance} "
                 "points of the paper", "closes": "{label}: {closing} closes the gap",
@@ -56,28 +57,6 @@ def _sd(c: dict) -> float:
 def _flips(side: str, c: dict, paper: float | None, tol: float) -> bool:
     m = mean(c)
     return m is not None and len({passes(side, m + s * _sd(c), paper, tol) for s in (-1, 0, 1)}) > 1
-
-
-def runs_of(ctx, f):
-    return ctx.memo(("runs", f.get("evidence")), lambda: prepared(ctx.evidence(f.get("evidence")).runs()))
-
-
-def _paper(ctx, f, u: dict, row: str | None = None) -> float | None:
-    p = {"table": u.get("table"), "column": u.get("column"), **(f.get("paper") or {}), **(u.get("paper") or {})}
-    if "value" in p:
-        return p["value"]
-    return published(ctx, f, {**p, **({"row": row} if row else {})})
-
-
-def candidate_cells(ctx, f, runs) -> list[dict]:
-    """Per unit: {unit, candidates, cells: {value: cell}, paper} (adopt_candidate, closes_shortfall)."""
-    out = []
-    for i, u in enumerate(f.units):
-        cands = u.get("candidates") or f.candidates
-        cells = {c["value"]: cell(runs, [u.get("where") or {}, c["where"]], f.metric, f.seeds, f.where(f"units[{i}]"))
-                 for c in cands}
-        out.append({"unit": u, "candidates": cands, "cells": cells, "paper": _paper(ctx, f, u)})
-    return out
 
 
 def coinciding(f, units: list[dict]) -> list[str]:
@@ -170,7 +149,7 @@ def grid_picks(ctx, f, runs) -> dict:
     for u in f.units:
         sub = runs[mask(runs, u.get("where") or {}) & runs["seed"].isin(list(f.seeds)).to_numpy()]
         keys = list(zip(*(values(sub, b) for b in by))) if len(sub) else []
-        for key in sorted(set(keys), key=lambda k: [_label(x) if b == "preset" else fmt(x) if x is not None else ""
+        for key in sorted(set(keys), key=lambda k: [preset_label(x) if b == "preset" else fmt(x) if x is not None else ""
                                                       for b, x in zip(by, k)]):
             h = sub[np.array([k == key for k in keys], dtype=bool)]
             vals = sorted(set(values(h, field)), key=float)
@@ -182,35 +161,13 @@ def grid_picks(ctx, f, runs) -> dict:
             ok = [v for v, m in means.items() if not math.isnan(m)]
             pick = min(ok, key=lambda v: (-means[v], v)) if done and ok else None
             preset = dict(zip(by, key)).get("preset")
-            cat = _catalog(study, u.get("catalog"), preset, [field] + [b for b in by if b != "preset"])
+            cat = catalog_values(study, u.get("catalog"), preset, [field] + [b for b in by if b != "preset"])
             at = tuple(fmt(x) if x is not None else "" for b, x in zip(by, key) if b != "preset")
-            out.append({"unit": {**u, "method": _label(preset), "at": at[0] if at else ""}, "preset": preset, "means": means,
+            out.append({"unit": {**u, "method": preset_label(preset), "at": at[0] if at else ""}, "preset": preset, "means": means,
                         "cells": cells,
                         "complete": done, "pick": pick, "catalog": cat[0],
                         "follows": bool(cat[1]) and cat[1] == [{a} for a in at]})
     return {"units": out, "grids": True}
-
-
-def _label(preset) -> str:
-    from ...algorithms import PRESETS
-
-    return PRESETS.get(preset).label if preset else ""
-
-
-def _catalog(study, experiments, preset, names: list[str]) -> tuple[set, list[set]]:
-    """(the values of names[0], [the values of each other name]) the catalog's runs of `preset` use in
-    `experiments` ('%g'; '' where the run has none)."""
-    if study is None or not experiments:
-        return set(), []
-    got = [set() for _ in names]
-    for e in experiments:
-        for rid, _ in study.experiments[e]:
-            spec = study.runs[rid]
-            if spec.algorithm == preset:
-                for s, n in zip(got, names):
-                    v = spec_value(spec, n)
-                    s.add(fmt(v) if v is not None else "")
-    return got[0], got[1:]
 
 
 def _arm(ctx, f, u: dict, name: str, runs, i: int, value=None) -> tuple[dict | None, float | None]:
@@ -223,56 +180,28 @@ def _arm(ctx, f, u: dict, name: str, runs, i: int, value=None) -> tuple[dict | N
     if "grid" in arm:
         return _grid_arm(ctx, u, arm, value), None
     if "table_csv" in arm:
-        frame = ctx.memo(("csv", f.get("evidence"), arm["table_csv"]), lambda: _csv(ctx, f.get("evidence"),
+        frame = ctx.memo(("csv", f.get("evidence"), arm["table_csv"]), lambda: exported_table(ctx, f.get("evidence"),
                                                                                     arm["table_csv"]))
         return (None if frame is None else table_cell(frame, arm["row"], u.get("metric"), u.get("group"))), None
     if "row" in arm:
-        ids, metric = _table_cell(ctx, f, u, arm["row"], key)
+        ids, metric = catalog_cell(ctx, f, u, arm["row"], key)
         c = cell(runs, {"run_id": ids or ["-"]}, f.get("metric") or metric, sorted(set(runs["seed"])), key)
         c["need"] = len(ids)
-        return c, _paper(ctx, f, u, arm["row"])
+        return c, paper_of(ctx, f, u, arm["row"])
     return cell(runs, [u.get("where") or {}, arm], f.metric, f.seeds, key), None
 
 
 def _grid_arm(ctx, u: dict, arm: dict, value=None) -> dict | None:
     """The cell at the pick (or at `value`) of the complete grid the catalog follows for arm.method, in the unit
     of the `grid` finding whose fields the ordering unit shares."""
-    from .layout import findings
-
     g = next(x for x in findings(ctx) if x.id == arm["grid"])
-    label = _label(arm["method"])
+    label = preset_label(arm["method"])
     for r in evaluate(ctx, g)["units"]:
         shared = [k for k in u if k in r["unit"] and k not in ("where", "paper", "catalog", "method")]
         if r["follows"] and r["unit"]["method"] == label and all(r["unit"][k] == u[k] for k in shared):
             at = r["pick"] if value is None else value
             return {**r["cells"][at], "pick": r["pick"]} if r["complete"] and at in r["cells"] else None
     return None
-
-
-def _csv(ctx, study: str, table: str):
-    import io
-
-    import pandas as pd
-
-    text = ctx.evidence(study).table_text(table, "csv")
-    return None if text is None else pd.read_csv(io.StringIO(text))
-
-
-def _table_cell(ctx, f, u: dict, row: str, key: str) -> tuple[list[str], str]:
-    from ...papers.kinds import table_cells
-    from ..compare import METRIC_COLUMN
-
-    catalog, table = f.get("catalog"), u.get("table")
-    study = ctx.study(catalog)
-    if table not in study.tables:
-        raise ConfigError(f"{key}: {table!r} is not a table of the {catalog} catalog")
-    rows, cols, grid = ctx.memo(("cells", catalog, table), lambda: table_cells(study, table, study.tables[table]))
-    labels = [r["label"] for r in rows]
-    groups = [c["group"] for c in cols]
-    if row not in labels or u.get("column") not in groups:
-        raise ConfigError(f"{key}: no cell ({row!r}, {u.get('column')!r}) in {table}; rows {labels}, columns {groups}")
-    j = groups.index(u["column"])
-    return [rid for rid, _ in grid[labels.index(row)][j]], METRIC_COLUMN.get(cols[j]["metric"], cols[j]["metric"])
 
 
 def _settled(c: dict | None) -> bool:
@@ -303,19 +232,13 @@ def ordering(ctx, f, runs) -> dict:
             r["versus"] = _compare(_arm(ctx, f, u, "treatment", runs, i, versus["value"])[0],
                                    _arm(ctx, f, u, "baseline", runs, i, versus["value"])[0], words)
         elif "finding" in versus:
-            other = next(x for x in _all(ctx) if x.id == versus["finding"])
+            other = next(x for x in findings(ctx) if x.id == versus["finding"])
             want = {k: v for k, v in versus.items() if k not in ("finding",)}
             want = {**want.pop("unit", {}), **want}
             r["versus"] = next((o for o in evaluate(ctx, other)["units"]
                                 if all(o["unit"].get(k) == v for k, v in want.items())), None)
         units.append(r)
     return {"units": units}
-
-
-def _all(ctx):
-    from .layout import findings
-
-    return findings(ctx)
 
 
 def _compare(a: dict | None, b: dict | None, words: dict) -> dict:
@@ -352,8 +275,6 @@ def family_p(ctx, family: str) -> dict:
     """{(finding id, unit index): Holm-adjusted p} over every paired unit of the findings declaring `family` (a
     finding without one is its own family)."""
     def make():
-        from .layout import findings
-
         raw = [((g.id, i), r["p"]) for g in findings(ctx) if is_paired(g) and g.get("family", g.id) == family
                for i, r in enumerate(raw_result(ctx, g)["units"])]
         return dict(zip([k for k, _ in raw], holm([p for _, p in raw])))

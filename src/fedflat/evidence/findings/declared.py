@@ -45,7 +45,9 @@ class Finding:
 
     @property
     def tolerance(self) -> float:
-        return float(self.spec.get("tolerance", 2.0))
+        from ..compare import TOLERANCE
+
+        return float(self.spec.get("tolerance", TOLERANCE))
 
     @property
     def metric(self) -> str:
@@ -224,3 +226,8 @@ def load_all(config_root: Path) -> list[Finding]:
             seen[f.id] = path
             out.append(f)
     return out
+
+
+def findings(ctx) -> list[Finding]:
+    """Every declaration under the render context's config/, loaded once per render."""
+    return ctx.memo("findings", lambda: load_all(ctx.config("")))

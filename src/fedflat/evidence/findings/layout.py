@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 
+from ..compare import signed
 from .decide import evaluate, fill
-from .declared import fmt, load_all
+from .declared import findings, fmt
 from .match import cell_text
 
 TOKENS = ("@paper", "@candidates", "@baseline", "@verdict", "@candidate", "@value", "@ours", "@spread", "@interval",
@@ -21,14 +22,6 @@ HEADS = {"@paper": "paper", "@verdict": "verdict", "@candidate": "candidate", "@
          "@spread": "pooled seed std", "@baseline": "baseline", "@interval": "95 % interval", "@p": "p (Holm)",
          "@detectable": "detectable at 80 % power"}
 RESERVED = {"where", "paper", "candidates", "baseline", "treatment", "table"}
-
-
-def findings(ctx) -> list:
-    return ctx.memo("findings", lambda: load_all(ctx.config("")))
-
-
-def _signed(x) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:+.2f}"
 
 
 def _num(x, spec: str = ".2f") -> str:
@@ -73,7 +66,7 @@ def _wide(f, res: dict) -> list[str]:
 def _cell(f, r: dict, key: str, c: dict | None) -> list[str]:
     u = r["unit"]
     if key == "@paper":
-        return [_signed(r["paper"]) if f.kind in ("ordering", "paired_claim") else _num(r["paper"])]
+        return [signed(r["paper"]) if f.kind in ("ordering", "paired_claim") else _num(r["paper"])]
     if key == "@candidates":
         return [cell_text(r["cells"][x["value"]]) for x in r["candidates"]]
     if key == "@candidate":
@@ -89,7 +82,7 @@ def _cell(f, r: dict, key: str, c: dict | None) -> list[str]:
     if key == "@baseline":
         return [fmt(r["baseline"])]
     if key == "@ours":
-        return [_signed(r["ours"])]
+        return [signed(r["ours"])]
     if key == "@spread":
         return [_num(r["spread"])]
     if key == "@interval":
@@ -113,7 +106,7 @@ def _result(f, x: dict | None, which: str) -> str:
     words = f.get("words") or {}
     if x is None or x.get("verdict") is None:
         return words.get(f"{which}_unsettled", "not settled")
-    return fill(words.get(which, "{ours} ({spread}): {verdict}"), ours=_signed(x.get("ours")), spread=_num(x.get("spread")),
+    return fill(words.get(which, "{ours} ({spread}): {verdict}"), ours=signed(x.get("ours")), spread=_num(x.get("spread")),
                 verdict=x["verdict"])
 
 
