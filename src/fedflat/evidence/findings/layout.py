@@ -2,11 +2,14 @@
 
 A block is [intro], the table, [after], joined by blank lines; every finding declaring one page block renders into
 it, in declaration order. `layout.columns` lists the table's columns: unit fields (a name, or {name: heading}) and
-the tokens @paper, @candidates (one column each), @baseline (the baseline's value), @verdict, @candidate and
-@value (layout `long`: a line per candidate), @ours, @spread (ordering), @interval, @p, @detectable (paired).
-Layouts `by_candidate` (a line per group and candidate, the unit column's values across) and `across` (a line per
-group, each unit column's paper value and then its candidates' cells across) serve adopt_candidate. Text tokens:
-{seeds} ('0-1'), {evidence}, {tolerance}, {recorded} and {expected} (runs), and per kind those named below."""
+the tokens @paper, @candidates (a column each), @baseline (its value), @verdict (adopt: the candidate the unit
+supports), @candidate and @value (a line per candidate), @ours, @spread, @result, @versus, @explained, @picks
+(ordering), @interval, @p, @detectable (paired); a grid finding's @at, @means, @pick, @catalog. Layouts
+`by_candidate` (a line per group and candidate, the unit column's values across) and `across` (a line per group,
+each unit column's paper value, then its candidates' cells) serve adopt_candidate. Text tokens: {seeds} ('0-1'),
+{evidence}, {tolerance}, {recorded} and {expected} (runs), {groups} (ordering: words.summary per
+`layout.group_by`), {explained} and {n}, {done}, {grids} and {expected_grids}, {embed} (`layout.embed`: an
+exported table), and adoption's {picks}, {counts}, {candidate}, {units}, {adoption}."""
 from __future__ import annotations
 
 import math
@@ -16,8 +19,6 @@ from .decide import evaluate, fill
 from .declared import findings, fmt
 from .match import cell_text
 
-TOKENS = ("@paper", "@candidates", "@baseline", "@verdict", "@candidate", "@value", "@ours", "@spread", "@interval",
-          "@p", "@detectable")
 HEADS = {"@paper": "paper", "@verdict": "verdict", "@candidate": "candidate", "@value": "value", "@ours": "ours",
          "@spread": "pooled seed std", "@baseline": "baseline", "@interval": "95 % interval", "@p": "p (Holm)",
          "@detectable": "detectable at 80 % power"}
