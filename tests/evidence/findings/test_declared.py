@@ -21,6 +21,7 @@ CLOSES = {"kind": "closes_shortfall", "candidates": {"field": "lr", "values": [0
     ({"page": "docs/p.md"}, "findings.f.page: {file: <page under the repository>, block: <marker name>}"),
     ({"baseline": 0.5}, "findings.f.baseline: 0.5 is none of the candidates' values"),
     ({"closes": "nearby"}, "findings.f.closes: 'nearby' is not one of within, not_below, not_above"),
+    ({"spread": "maybe"}, "findings.f.spread: 'maybe' is not one of checked, ignored"),
     ({"candidates": None}, "findings.f.candidates: missing"),
     ({"units": [{"method": "no_such_preset"}]}, "no_such_preset"),
 ])

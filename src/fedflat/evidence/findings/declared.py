@@ -23,6 +23,8 @@ KIND_KEYS = {"adopt_candidate": {"candidates", "per", "count", "coincide", "by",
              "ordering": {"test", "treatment", "baseline", "alpha", "family", "summary", "order", "versus"},
              "paired_claim": {"treatment", "baseline", "alpha", "family"}}
 SIDES = ("within", "not_below", "not_above")  # |x - paper| <= tol; x >= paper - tol; x <= paper + tol
+CHOICES = {"baseline_ok": SIDES, "closes": SIDES, "spread": ("checked", "ignored"), "count": ("within", "alone"),
+           "by": ("within", "score"), "test": ("pooled_std", "paired_t")}
 MERGED = ("where", "paper", "treatment", "baseline")  # unit keys whose mappings merge across parts
 _ID = re.compile(r"^[a-z0-9_]+$")
 
@@ -168,17 +170,14 @@ def check(f: dict, source: Path, experiments=None) -> Finding:
                           f"written, relative to the final runs it judges; post_hoc where unknown)")
     if not isinstance(f["page"], dict) or set(f["page"]) != {"file", "block"}:
         raise ConfigError(f"{where('page')}: {{file: <page under the repository>, block: <marker name>}}")
-    for key in ("baseline_ok", "closes"):
-        side = (f.get(key) or "within")
-        if side not in SIDES:
-            raise ConfigError(f"{where(key)}: {side!r} is not one of {', '.join(SIDES)}")
+    for key, allowed in CHOICES.items():
+        if key in f and f[key] not in allowed:
+            raise ConfigError(f"{where(key)}: {f[key]!r} is not one of {', '.join(allowed)}")
     for e in _experiments_named(f) if experiments is not None else ():
         if e not in experiments:
             raise ConfigError(f"{where('experiment')}: {e!r} is not an experiment of this config")
     units = _units(f, where)
     cands = _candidates(f.get("candidates"), f, where)
-    if f.get("by", "within") not in ("within", "score"):
-        raise ConfigError(f"{where('by')}: {f.get('by')!r} is not one of within, score")
     if f.get("by") == "score" and not (f.get("grid") or {}).get("field"):
         raise ConfigError(f"{where('grid')}: {{field: <the searched setting>, by: [preset, <the fixed one>], size: n}}")
     if kind in ("adopt_candidate", "closes_shortfall") and not cands and not f.get("grid") \
