@@ -78,6 +78,12 @@ class Context:
     _studies: dict = field(default_factory=dict)
 
     def config(self, name: str) -> Path:
+        """config/<name> as the committed evidence was made with it (the snapshot an export wrote beside the records,
+        export.snapshot_config), else the live file."""
+        snaps = sorted((self.root / self.evidence_root).glob(f"*/config/{name}"))
+        return snaps[0] if len(snaps) == 1 else self.root / "config" / name
+
+    def live_config(self, name: str) -> Path:
         return self.root / "config" / name
 
     def evidence(self, study: str) -> Evidence:
