@@ -79,7 +79,11 @@ def main(argv: list[str]) -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     skip = cuda_reason(a.cpu_only)
-    m = machine(skip)
+    try:
+        m = machine(skip)  # the first CUDA call: a driver that cannot start the device fails here
+    except Exception as exc:
+        skip = f"CUDA present but unusable: {failure(exc)['reason']}"
+        m = machine(skip)
     print(f"gpu_check: {machine_line(m)}", flush=True)
     if skip:
         print(f"gpu_check: CUDA parts skipped: {skip}", flush=True)
@@ -87,7 +91,7 @@ def main(argv: list[str]) -> int:
     sections: dict[str, dict] = {}
     runners = {"correctness": lambda sh: run_correctness(sh, a.quick, skip),
                "reductions": lambda sh: run_reductions(sh, a.quick, skip),
-               "speed": lambda sh: run_speed(budget, sh, a.quick, skip, a.workloads)}
+               "speed": lambda sh: run_speed(sh, a.quick, skip, a.workloads)}
     chosen = [s for s in SHARES if s in a.sections]
     for i, name in enumerate(chosen):
         later = sum(SHARES[s] for s in chosen[i + 1:])

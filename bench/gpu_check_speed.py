@@ -137,7 +137,7 @@ def run_item(item: Item, quick: bool, share: Share) -> dict:
             torch.cuda.empty_cache()
 
 
-def run_speed(budget, share: Share, quick: bool, cuda_skip: Optional[str], workloads: list[str]) -> dict:
+def run_speed(share: Share, quick: bool, cuda_skip: Optional[str], workloads: list[str]) -> dict:
     rows = []
     tiers = plan(workloads, cuda_skip is None)
     total = share.left()
