@@ -20,15 +20,16 @@ def test_reproduced_cells_within_two_points_and_gap_links(tmp_path):
     study = load_study(cfg)
     rows, cols, grid = table_cells(study, "table1_hessian", study.tables["table1_hessian"])
     pub = study.tables["table1_hessian"]["published"]
-    # the stated reading's column (protocol (b), FedSynSAM Table I), the one with the published values
-    lam_col = next(j for j, c in enumerate(cols) if c["metric"] == "file:hessian_clients.json:lambda_max_mean")
+    # the standard protocol's column (protocol (a), FedSynSAM Table I), the one with the published values
+    lam_col = next(j for j, c in enumerate(cols) if c["metric"] == "file:hessian.json:lambda_max")
     records = []
     # first row: lambda_max at the published value + 1 (within 2); second row: + 5 (a gap); others absent but the third
     for i, off in ((0, 1.0), (1, 5.0)):
         target = float(str(pub[rows[i]["label"]][lam_col]).split("±")[0])
         for rid, _ in grid[i][lam_col]:
             rec = dict.fromkeys(COLUMNS)
-            rec.update(run_id=rid, status="completed", lambda_max_clients_mean=target + off, lambda_max=0.0, final_acc=80.0, hparams=json.dumps({}))
+            rec.update(run_id=rid, status="completed", lambda_max=target + off, lambda_max_clients_mean=0.0, final_acc=80.0,
+                       hparams=json.dumps({}))
             records.append(rec)
     for rid, _ in grid[2][lam_col]:  # third row: every seed diverged, a gap whose value is NaN
         rec = dict.fromkeys(COLUMNS)
