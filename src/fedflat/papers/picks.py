@@ -46,7 +46,10 @@ def _entry_picks(entry) -> list[tuple[str, str, str]]:
         return []
     out = []
     for section in SECTIONS:
-        for k, v in (entry.get(section) or {}).items():
+        values = entry.get(section)
+        if not isinstance(values, dict):  # a bad section is the study's to name (study._algo_entry)
+            continue
+        for k, v in values.items():
             if _is_pick(v):
                 bad = sorted(set(v) - {"pick"})
                 if bad or not isinstance(v["pick"], str):
@@ -59,6 +62,11 @@ def _entry_picks(entry) -> list[tuple[str, str, str]]:
 def has_picks(config: dict) -> bool:
     return any(_entry_picks(a) for exp in (config.get("experiments") or {}).values() if isinstance(exp, dict)
                for a in (exp.get("algorithms") or []))
+
+
+def _exps(config: dict) -> dict:
+    """The experiments that are mappings (a malformed one is the study's to name, study._expand)."""
+    return {e: x for e, x in (config.get("experiments") or {}).items() if isinstance(x, dict)}
 
 
 def _label(entry) -> str:
@@ -88,8 +96,7 @@ def _reads(spec) -> set[str]:
 def _check_tables(config: dict) -> dict[str, dict]:
     """The grid_search tables the picks name, every name checked (one line naming the key)."""
     tables = config.get("tables") or {}
-    named = {t for exp in config["experiments"].values() for a in (exp.get("algorithms") or [])
-             for _, _, t in _entry_picks(a)}
+    named = {t for exp in _exps(config).values() for a in exp.get("algorithms") or [] for _, _, t in _entry_picks(a)}
     for t in sorted(named):
         if t not in tables:
             raise ConfigError(f"picks: table {t!r} is not a table of this config (a pick names a grid_search table)")
@@ -100,13 +107,13 @@ def _check_tables(config: dict) -> dict[str, dict]:
 
 def _waiting(config: dict, resolved: dict) -> set[str]:
     """Experiments with a pick not resolved yet."""
-    return {e for e, exp in config["experiments"].items()
-            if any(t not in resolved for a in (exp.get("algorithms") or []) for _, _, t in _entry_picks(a))}
+    return {e for e, exp in _exps(config).items()
+            if any(t not in resolved for a in exp.get("algorithms") or [] for _, _, t in _entry_picks(a))}
 
 
 def _substitute(config: dict, resolved: dict) -> None:
     """Write every resolved pick into its entry (a method absent from the table's grid is an error)."""
-    for ename, exp in config["experiments"].items():
+    for ename, exp in _exps(config).items():
         for a in exp.get("algorithms") or []:
             for section, k, t in _entry_picks(a):
                 if t not in resolved:
