@@ -33,7 +33,8 @@ from ..study import STUDY_PREPARERS, StudyPreparer
 
 SECTIONS = ("training", "params")  # where an entry's picked values live
 PLAIN_KEYS = ("study", "data_root", "download", "device", "threads_per_job", "training", "algorithm_params", "uplink",
-              "model_params", "tables_dir", "figures_dir", "scale", "scales", "analysis", "reuse_evidence")
+              "model_params", "tables_dir", "figures_dir", "scale", "scales", "analysis", "reuse_evidence", "numerics",
+              "allow_dirty")  # numerics: which records count as a grid's outcomes (fedflat.recorded)
 
 
 def _is_pick(v) -> bool:
