@@ -15,8 +15,8 @@ from typing import Callable
 from . import blocks_leaderboard as lb
 from . import blocks_reproduction as rep
 from . import blocks_studies as small
-from . import (block_diagnostics, direction, dual_diagnostics, dynafed_finetune, error_feedback, gaps, lrpicks,
-               margin, ordering, reading_tests, readings, scope, sparse_column)
+from . import (block_diagnostics, deviations, direction, dual_diagnostics, dynafed_finetune, error_feedback, gaps,
+               lrpicks, margin, ordering, reading_tests, readings, scope, sparse_column)
 from .export import EVIDENCE, FIGURES
 from .markers import replace
 from .store import Evidence, load
@@ -35,6 +35,7 @@ PAGES: dict[str, dict[str, Callable]] = {
                             "leaderboard-cost": lb.cost, "leaderboard-v1": lb.v1,
                             "leaderboard-claims": lb.claims, "leaderboard-figures": lb.figures},
     "docs/reproduction.md": {"fedsynsam-summary": rep.summary_linking(""),
+                             "fedsynsam-deviations": deviations.block_for("fedsynsam"),
                              **{f"fedsynsam-{t}": rep.target(t) for t in rep.TARGETS},
                              **{f"fedsynsam-{f}": rep.figure(f) for f in rep.FIGURES},
                              "fedsynsam-gaps": gaps.block_for("fedsynsam"),
