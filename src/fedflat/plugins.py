@@ -47,3 +47,4 @@ from .leaderboard import kinds as _leaderboard_kinds  # noqa: F401  (leaderboard
 # -- what the leaderboard and the paper catalogs add to a study (study.STUDY_PREPARERS)
 from .leaderboard import preparer as _leaderboard_preparer  # noqa: F401
 from .papers import catalog as _catalog  # noqa: F401
+from .papers import picks as _picks  # noqa: F401  (settings a grid search of the same study picks)

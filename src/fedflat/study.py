@@ -28,7 +28,8 @@ from .util.numerics import check_mode, of_config as numerics_of_config
 
 TOP_KEYS = {"study", "data_root", "download", "device", "threads_per_job", "training", "algorithm_params", "uplink",
             "model_params", "experiments", "tables", "figures", "tables_dir", "figures_dir", "scale", "analysis",
-            "resources", "reuse_evidence", "numerics", "allow_dirty", "findings"}
+            "resources", "reuse_evidence", "numerics", "allow_dirty",
+            "findings"}  # findings: declarations read by the findings mechanism (docs), never by the expansion
 EXPERIMENT_KEYS = {"datasets", "models", "partitions", "algorithms", "seeds", "training", "description",
                    "analysis", "uplink", "missing_classes"}
 

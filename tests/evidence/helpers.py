@@ -8,6 +8,13 @@ import pandas as pd
 from fedflat.util.numerics import NUMERICS_VERSION
 
 
+def environment(commit: str = "abc123", numerics: str = "portable") -> dict:
+    """config.json's environment of a run made at `commit` in `numerics` (fl/engine.py environment())."""
+    return {"fedflat": "0.1.0", "git_commit": commit, "torch": "2.14.1", "numerics": numerics,
+            "numerics_version": NUMERICS_VERSION, "cpu_model": "test CPU", "cpu_capability": "AVX2", "mkl": "2024.2",
+            "threads": 1}
+
+
 def write_run(d: Path, spec, acc: float | None, lam: float | None = None, rounds: int = 4, commit: str = "abc123",
               eval_split: str = "test", numerics: str = "portable") -> None:
     """A finished run: acc None = diverged in its last round; made at a clean commit in `numerics`."""
@@ -25,11 +32,7 @@ def write_run(d: Path, spec, acc: float | None, lam: float | None = None, rounds
                "train_time": 11.0, "num_params": 10, "resumed_from": []}
     (d / "summary.json").write_text(json.dumps(summary))
     (d / "config.json").write_text(json.dumps({"spec": spec.to_dict(), "run_id": spec.run_id(), "backend": "eager",
-                                               "environment": {"fedflat": "0.1.0", "git_commit": commit,
-                                                               "torch": "2.14.1", "numerics": numerics,
-                                                               "numerics_version": NUMERICS_VERSION,
-                                                               "cpu_model": "test CPU", "cpu_capability": "AVX2",
-                                                               "mkl": "2024.2", "threads": 1}}))
+                                               "environment": environment(commit, numerics)}))
     (d / "benchmark.tsv").write_text("s\th:m:s\tmax_rss\tmax_vms\n12.5\t0:00:12\t512.25\t900\n")
     if lam is not None:
         (d / "hessian.json").write_text(json.dumps({"eigenvalues": [lam], "lambda_max": lam, "trace": 10 * lam}))

@@ -36,7 +36,7 @@ def main(argv=None) -> int:
             cfg = load_config_file(a.config)
             if a.scale:
                 cfg["scale"] = a.scale
-            n = export_study(load_study(cfg), prune=a.prune, keep_legacy=a.keep_legacy)
+            n = export_study(load_study(cfg), prune=a.prune, keep_legacy=a.keep_legacy, config_path=a.config)
             print(f"{cfg.get('study')}: {n['runs']} run records ({n['new']} new), {n['cells']} cells, "
                   f"{n['tables']} table files, {n['figures']} figures"
                   + (f"; {n['superseded']} records of runs no experiment lists any more moved to superseded.csv"

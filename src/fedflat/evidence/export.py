@@ -5,6 +5,7 @@
   results/evidence/<study>/superseded.csv  records of runs no experiment lists any more (a corrected setting)
   results/evidence/<study>/tables/      the rendered tables (.md, .csv) as the study's rules wrote them
   results/evidence/<study>/checkpoints/ a leaderboard's screen and choice files, as its later stages read them
+  results/evidence/<study>/config/      the study's config file as exported (the pages render against it)
   figures/evidence/<study>/             the study's figures as PNG
 
 Run directories stay out of git; these files are committed (.gitignore exceptions) and the result pages are
@@ -47,7 +48,7 @@ def study_runs(study) -> dict[str, tuple[list[str], str]]:
 
 
 def export_study(study, root: Path = EVIDENCE, figures_root: Path = FIGURES, prune: bool = False,
-                 keep_legacy: bool = False) -> dict:
+                 keep_legacy: bool = False, config_path: str | Path | None = None) -> dict:
     """Write the study's evidence; returns {runs, new, cells, tables, figures, superseded, legacy} counts.
 
     A record that cannot be regenerated (records.regenerable: a modified working tree, no commit, no numerics
@@ -85,6 +86,8 @@ def export_study(study, root: Path = EVIDENCE, figures_root: Path = FIGURES, pru
         fresh = _merge(kept, fresh)
     fresh = fresh.sort_values("run_id", kind="stable").reset_index(drop=True)
     _write_csv(fresh, runs_csv)
+    if config_path is not None:
+        snapshot_config(Path(config_path), out)
 
     cells = [{"table": t, "row": r, "column": c, "run_id": rid}
              for t in study.tables for r, c, rid in table_cells(study, t)]
@@ -131,6 +134,18 @@ def _check_regenerable(records: list[dict], numerics: str, keep_legacy: bool) ->
     for r, why in bad:
         r["legacy"] = why
     return len(bad)
+
+
+def snapshot_config(path: Path, out: Path) -> Path:
+    """The study's config as exported beside its records (results/evidence/<study>/config/<path under config/>): the
+    pages render against the config the evidence was made with, so a method added to the live config shows as not
+    yet run instead of changing the committed verdicts (pages.Context.config)."""
+    parts = path.parts
+    rel = Path(*parts[parts.index("config") + 1:]) if "config" in parts else Path(path.name)
+    dst = out / "config" / rel
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(path, dst)
+    return dst
 
 
 def _checkpoint_files(study) -> list[Path]:

@@ -105,12 +105,18 @@ def test_pooled_std_ordering_appears_reverses_or_stays_within_the_seed_spread(tm
     # sds 2*sqrt(2) and 0 pool to 2: a margin of 3 appears, its mirror reverses, 1.5 stays within
     for i, (a, b, want) in enumerate((([80.0, 84.0], [79.0, 79.0], "appears"), ([79.0, 79.0], [80.0, 84.0], "reversed"),
                                       ([80.0, 84.0], [80.5, 80.5], "within the seed spread"))):
-        ctx, f = _order(tmp_path / str(i), a, b)
+        ctx, f = _order(tmp_path / str(i), a, b, test="pooled_std")
         r = evaluate(ctx, f)["units"][0]
         assert r["shown"] == want and r["spread"] == pytest.approx(2.0)
-    ctx, f = _order(tmp_path / "d", [80.0, None], [79.0, 79.0])
+    ctx, f = _order(tmp_path / "d", [80.0, None], [79.0, 79.0], test="pooled_std")
     r = evaluate(ctx, f)["units"][0]
     assert r["verdict"] is None and r["shown"] == "1 seed(s) diverged"
+
+
+def test_an_ordering_is_a_paired_test_unless_it_declares_the_pooled_std_rule(tmp_path):
+    ctx, f = _order(tmp_path, [81.0, 82.1, 80.9, 81.6], [80.0, 81.0, 80.0, 80.5])  # +1.0 +- 0.1 on every seed
+    r = evaluate(ctx, f)["units"][0]
+    assert r["verdict"] == "supported" and r["p_holm"] < 0.01 and r["ours"] == pytest.approx(1.025)
 
 
 def test_a_paired_claim_is_supported_contradicted_or_inconclusive_against_the_paper_s_effect(tmp_path):

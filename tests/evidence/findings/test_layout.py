@@ -79,3 +79,25 @@ def test_the_adopt_layouts_print_the_paper_the_cells_the_counts_and_the_pick(tmp
     assert "| method | q4, paper | q8, paper | q4, a | q4, b | q8, a | q8, b |" in across
     assert "| FedSAM | 80.00 | 80.00 | 79.00 * | 79.50 * | 50.00 | 50.00 |" in across
     assert across.endswith("Adopted: a; a: 2, b: 2.")  # a tie: the declared order
+
+
+def test_paired_claims_sharing_a_block_are_one_table_and_wait_as_one_line_before_their_records(tmp_path):
+    claim = ("- {{id: {i}, question: {q}, kind: paired_claim, fixed: before_finals, evidence: {ev}, metric: final_acc,\n"
+             "   seeds: [0, 1, 2], units: [{{name: u}}], treatment: {{preset: {p}}}, baseline: {{preset: fedavg}},\n"
+             "   paper: {{value: 1.0}}, page: {{file: docs/new.md, block: claims}}}}\n")
+    page = "# New\n\n<!-- generated:claims -->\n<!-- /generated:claims -->\n"
+    rows = [record(p, s, 80.0 + d * (s + 1) / 2) for p, d in (("fedsam", 1.0), ("fedlesam", 0.0)) for s in range(3)]
+    rows += [record("fedavg", s, 80.0) for s in range(3)]
+    write_runs(tmp_path, rows)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs/new.md").write_text(page)
+    (tmp_path / "config/c.yaml").write_text("findings:\n" + claim.format(i="a", q="SAM beats Avg", ev="study", p="fedsam")
+                                            + claim.format(i="b", q="LESAM beats Avg", ev="study", p="fedlesam"))
+    text = render_all(Context(root=tmp_path, only=("docs/new.md",)))["docs/new.md"]
+    assert "| claim | paper | ours | 95 % interval | p (Holm) | detectable at 80 % power | verdict |" in text
+    assert "| SAM beats Avg | +1.00 | +1.00 |" in text and "| LESAM beats Avg | +1.00 | +0.00 |" in text
+    assert text.count("| claim |") == 1 and ": 1." in text  # one table, then the count of each verdict
+    (tmp_path / "config/c.yaml").write_text("findings:\n" + claim.format(i="a", q="q", ev="later", p="fedsam"))
+    text = render_all(Context(root=tmp_path, only=("docs/new.md",)))["docs/new.md"]
+    assert "The 1 claims declared for this block wait for their runs: no record of `later` is committed yet." in text
+

@@ -3,15 +3,17 @@
 closes_shortfall  does a candidate close the gap between the baseline's cell and the paper's? In order: the
                   unit waits until every cell is recorded; the baseline may need no explaining (`baseline_ok`);
                   the candidates may coincide (one computation: none can act); else the candidates whose cell
-                  passes `closes` are named. A side is `within` (|x - paper| <= tolerance, the default: above the
+                  passes `closes` are named; else (words.overshoots) those past the paper by more than the
+                  tolerance on the far side from the baseline (the gap changed side: not closing). A side is `within` (|x - paper| <= tolerance, the default: above the
                   paper by more than the tolerance closes nothing), `not_below` (x >= paper - tolerance) or
                   `not_above` (x <= paper + tolerance). With `spread: checked` (the default) a test that one seed
                   std either way would flip makes the unit "inconclusive (seed spread)".
 adopt_candidate   per group of units (`per`: a unit field, or all), adopt the candidate with the most units whose
                   cell lies within the tolerance of the paper (`count: alone`: a unit counts for a candidate only
                   when no other is within); ties: the declared order. Nothing is adopted before every cell is in.
-ordering          is the treatment's cell above the baseline's beyond chance? `test: pooled_std` (the pages'
-                  first test: the mean difference against sqrt((sd_a^2 + sd_b^2) / 2)) or `test: paired_t`.
+ordering          is the treatment's cell above the baseline's beyond chance? `test: paired_t` (the default: as
+                  paired_claim, the paper's effect optional) or `test: pooled_std` (the pages' first test, kept by
+                  the findings written with it: the mean difference against sqrt((sd_a^2 + sd_b^2) / 2)).
 paired_claim      the paired t-test of treatment - baseline per seed, Holm-adjusted within `family`, against the
                   paper's effect: supported / contradicted / inconclusive (docs/extending.md, "A finding").
 A cell with a diverged or missing seed is never within, never passes and never closes."""
@@ -22,8 +24,8 @@ import math
 from ...util.paired import detectable, holm, paired_t
 from .declared import findings, fmt
 from .match import cell, coincide, complete, mask, mean, table_cell, values
-from .sources import (candidate_cells, catalog_cell, catalog_values, exported_table, paper_of, preset_label,
-                      runs_of)
+from .sources import (candidate_cells, catalog_values, exported_table, paper_of, preset_label, runs_of,
+                      table_run_ids)
 
 CLOSES_WORDS = {"waits": "waits for its runs", "no_gap": "no gap to explain: the baseline lies within {tolerance} "
                 "points of the paper", "closes": "{label}: {closing} closes the gap",
@@ -100,15 +102,20 @@ def closes_shortfall(ctx, f, runs) -> dict:
             continue
         names = {c["value"]: c["name"] for c in r["candidates"]}
         rest = [c["value"] for c in r["candidates"] if c["role"] == "candidate" and c["value"] != base]
+        # past the paper on the far side from the baseline: the gap changed side, it did not close
+        far = "not_above" if (mean(cells[base]) or -math.inf) < (paper or 0) else "not_below"
         texts = []
-        for g in words.get("groups") or [{"closes": words["closes"], "not_closed": words["not_closed"]}]:
+        for g in words.get("groups") or [{k: words[k] for k in ("closes", "not_closed", "overshoots") if k in words}]:
             vals = [v for v in rest if v in g["candidates"]] if "candidates" in g else rest
             if checked and any(_flips(side, cells[v], paper, tol) for v in vals):
                 texts.append(fill(words["inconclusive"], **tokens))
                 continue
             closing = [names[v] for v in vals if passes(side, mean(cells[v]), paper, tol)]
-            texts.append(fill(g["closes"] if closing else g["not_closed"], closing=words["join"].join(closing),
-                              candidates=words["join"].join(names[v] for v in vals), **tokens))
+            over = [names[v] for v in vals if mean(cells[v]) is not None and not passes(far, mean(cells[v]), paper, tol)]
+            text = g["closes"] if closing else g["overshoots"] if over and "overshoots" in g else g["not_closed"]
+            texts.append(fill(text, closing=words["join"].join(closing), overshooting=words["join"].join(over),
+                              s="s" if len(over) == 1 else "", candidates=words["join"].join(names[v] for v in vals),
+                              **tokens))
         r["verdict"] = fill(words.get("joined", "{groups}"), groups="; ".join(texts), **tokens)
     return {"units": units, "coinciding": [g for g in same if g is not None]}
 
@@ -171,8 +178,8 @@ def grid_picks(ctx, f, runs) -> dict:
 
 
 def _arm(ctx, f, u: dict, name: str, runs, i: int, value=None) -> tuple[dict | None, float | None]:
-    """One arm's cell and the paper's value of it: a `row` of the unit's catalog table (its runs there, the
-    column's metric); a `row` of an exported table (`table_csv`, the unit's `metric`); the cell a `grid` finding
+    """One arm's cell and the paper's value of it: a `row` of the unit's table (its runs, as the evidence's
+    cells.csv records them); a `row` of an exported table (`table_csv`, the unit's `metric`); the cell a `grid` finding
     picked for `method` in the unit's grid the catalog follows (or its cell at `value`); or a record filter within
     the unit's `where`. None: the grid has no pick yet."""
     arm = {**(f.get(name) or {}), **(u.get(name) or {})}
@@ -183,12 +190,13 @@ def _arm(ctx, f, u: dict, name: str, runs, i: int, value=None) -> tuple[dict | N
         frame = ctx.memo(("csv", f.get("evidence"), arm["table_csv"]), lambda: exported_table(ctx, f.get("evidence"),
                                                                                     arm["table_csv"]))
         return (None if frame is None else table_cell(frame, arm["row"], u.get("metric"), u.get("group"))), None
+    metric = u.get("metric") or f.metric
     if "row" in arm:
-        ids, metric = catalog_cell(ctx, f, u, arm["row"], key)
-        c = cell(runs, {"run_id": ids or ["-"]}, f.get("metric") or metric, sorted(set(runs["seed"])), key)
-        c["need"] = len(ids)
+        ids = table_run_ids(ctx, f, u, arm["row"], key)
+        c = cell(runs, {"run_id": ids or ["-"]}, metric, sorted(set(runs["seed"])), key)
+        c["need"] = len(ids) or len(f.seeds)
         return c, paper_of(ctx, f, u, arm["row"])
-    return cell(runs, [u.get("where") or {}, arm], f.metric, f.seeds, key), None
+    return cell(runs, [u.get("where") or {}, arm], metric, f.seeds, key), None
 
 
 def _grid_arm(ctx, u: dict, arm: dict, value=None) -> dict | None:
@@ -210,7 +218,8 @@ def _settled(c: dict | None) -> bool:
 
 
 def is_paired(f) -> bool:
-    return f.kind == "paired_claim" or f.get("test") == "paired_t"
+    """paired_claim, and an ordering unless it declares the pages' first test (`test: pooled_std`)."""
+    return f.kind == "paired_claim" or (f.kind == "ordering" and f.get("test", "paired_t") == "paired_t")
 
 
 def ordering(ctx, f, runs) -> dict:

@@ -26,7 +26,7 @@ SIDES = ("within", "not_below", "not_above")  # |x - paper| <= tol; x >= paper -
 CHOICES = {"baseline_ok": SIDES, "closes": SIDES, "spread": ("checked", "ignored"), "count": ("within", "alone"),
            "by": ("within", "score"), "test": ("pooled_std", "paired_t")}
 MERGED = ("where", "paper", "treatment", "baseline")  # unit keys whose mappings merge across parts
-_ID = re.compile(r"^[a-z0-9_]+$")
+_ID = re.compile(r"^[A-Za-z0-9_]+$")
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ def check(f: dict, source: Path, experiments=None) -> Finding:
     the evidence of the config it is declared in (an experiment it names must be one of them)."""
     fid = f.get("id") if isinstance(f, dict) else None
     if not isinstance(fid, str) or not _ID.match(fid):
-        raise ConfigError(f"{source}: findings: every finding needs an `id` of [a-z0-9_]+ (got {fid!r})")
+        raise ConfigError(f"{source}: findings: every finding needs an `id` of [A-Za-z0-9_]+ (got {fid!r})")
 
     def where(key):
         return f"{source}: findings.{fid}.{key}"
@@ -229,4 +229,4 @@ def load_all(config_root: Path) -> list[Finding]:
 
 def findings(ctx) -> list[Finding]:
     """Every declaration under the render context's config/, loaded once per render."""
-    return ctx.memo("findings", lambda: load_all(ctx.config("")))
+    return ctx.memo("findings", lambda: load_all(ctx.live_config("")))

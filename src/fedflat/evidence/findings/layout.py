@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 from ..compare import signed
-from .decide import evaluate, fill
+from .decide import evaluate, fill, is_paired
 from .declared import findings, fmt
 from .match import cell_text
 
@@ -34,9 +34,9 @@ def _columns(f, r: dict) -> list[tuple[str, str]]:
     declared = (f.get("layout") or {}).get("columns")
     if declared is None:
         fields = [k for k in r["unit"] if k not in RESERVED]
-        own = {"ordering": ["@paper", "@ours", "@spread", "@verdict"],
-               "paired_claim": ["@paper", "@ours", "@interval", "@p", "@detectable", "@verdict"]}
-        declared = fields + own.get(f.kind, ["@paper", "@candidates", "@verdict"])
+        own = ["@paper", "@ours", "@interval", "@p", "@detectable", "@verdict"] if is_paired(f) else \
+            ["@paper", "@ours", "@spread", "@verdict"] if f.kind == "ordering" else ["@paper", "@candidates", "@verdict"]
+        declared = fields + own
     out = []
     for c in declared:
         key, head = next(iter(c.items())) if isinstance(c, dict) else (c, None)
@@ -316,5 +316,31 @@ def page_blocks(ctx) -> dict[str, dict]:
 def _joined(ids: list[str]):
     def block(ctx) -> str:
         by_id = {f.id: f for f in findings(ctx)}
-        return "\n\n".join(render(ctx, by_id[i]) for i in ids)
+        fs = [by_id[i] for i in ids]
+        if all(is_paired(f) for f in fs):
+            return claims(ctx, fs)
+        return "\n\n".join(render(ctx, f) for f in fs)
     return block
+
+
+def claims(ctx, fs: list) -> str:
+    """Paired claims sharing a block: one line per claim (its question, and its unit's fields where it has several),
+    the paper's effect, ours (the mean paired difference), the 95 % interval, the Holm-adjusted p, the difference the
+    design detects and the verdict; then the count of each verdict. Before any record of their studies exists, one
+    line says so."""
+    studies = sorted({f.get("evidence") for f in fs})
+    if not any(ctx.evidence(s).exists() for s in studies):
+        return (f"The {len(fs)} claims declared for this block wait for their runs: no record of "
+                + ", ".join(f"`{s}`" for s in studies) + " is committed yet.")
+    cols = ["@paper", "@ours", "@interval", "@p", "@detectable", "@verdict"]
+    lines = [_line(["claim"] + [HEADS[c] for c in cols]), "|" + "---|" * (len(cols) + 1)]
+    said: dict = {}
+    for f in fs:
+        units = evaluate(ctx, f)["units"]
+        for r in units:
+            extra = ", ".join(str(v) for k, v in r["unit"].items() if k not in RESERVED and k != "column"
+                              and len(units) > 1)
+            lines.append(_line([f.get("question") + (f" ({extra})" if extra else "")]
+                               + [x for c in cols for x in _cell(f, r, c, None)]))
+            said[r["shown"]] = said.get(r["shown"], 0) + 1
+    return "\n".join(lines) + "\n\n" + "; ".join(f"{v}: {n}" for v, n in said.items()) + "."

@@ -1,5 +1,5 @@
 """Where a finding's cells come from: the committed records (a unit's filters crossed with a candidate's), a cell of
-a catalog table (its runs), a row of a study's exported table (its per-seed values), the catalog's own runs (the
+an exported table (its runs, cells.csv), a row of a study's exported table (its per-seed values), the catalog's own runs (the
 values it uses), and the paper's published values."""
 from __future__ import annotations
 
@@ -61,18 +61,12 @@ def exported_table(ctx, study: str, table: str):
     return None if text is None else pd.read_csv(io.StringIO(text))
 
 
-def catalog_cell(ctx, f, u: dict, row: str, key: str) -> tuple[list[str], str]:
-    from ...papers.kinds import table_cells
-    from ..compare import METRIC_COLUMN
-
-    catalog, table = f.get("catalog"), u.get("table")
-    study = ctx.study(catalog)
-    if table not in study.tables:
-        raise ConfigError(f"{key}: {table!r} is not a table of the {catalog} catalog")
-    rows, cols, grid = ctx.memo(("cells", catalog, table), lambda: table_cells(study, table, study.tables[table]))
-    labels = [r["label"] for r in rows]
-    groups = [c["group"] for c in cols]
-    if row not in labels or u.get("column") not in groups:
-        raise ConfigError(f"{key}: no cell ({row!r}, {u.get('column')!r}) in {table}; rows {labels}, columns {groups}")
-    j = groups.index(u["column"])
-    return [rid for rid, _ in grid[labels.index(row)][j]], METRIC_COLUMN.get(cols[j]["metric"], cols[j]["metric"])
+def table_run_ids(ctx, f, u: dict, row: str, key: str) -> list[str]:
+    """The runs behind one cell of a table of the finding's evidence, as its export recorded them (cells.csv: the
+    table kind's own cells): the unit's `table` and `column` (a column group), the arm's `row`."""
+    cells = ctx.memo(("cells", f.get("evidence")), lambda: ctx.evidence(f.get("evidence")).cells())
+    table, column = u.get("table"), u.get("column")
+    if not table or not column:
+        raise ConfigError(f"{key}: a `row` arm needs the unit's table and column (select: {{table, column}})")
+    mine = cells[(cells["table"] == table) & (cells["row"] == row)]
+    return [r for c, r in zip(mine["column"], mine["run_id"]) if c == column or str(c).startswith(f"{column} / ")]
