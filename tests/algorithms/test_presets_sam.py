@@ -440,7 +440,7 @@ def test_fedtoga_reduction_is_not_trivial(tmp_path):
 
 # ------------------------------------------------------------------------------- registry facts
 GRAD_EVALS = {"fedasam": 2, "mofedsam": 2, "fedgamma": 2, "fedspeed": 2, "fedsmoo": 2, "fedlesam": 1,
-              "fedlesam_s": 1, "fedlesam_d": 1, "fednsam_s": 1, "fednsam_d": 1, "fedavg_nesterov": 1,
+              "fedlesam_s": 1, "fedlesam_d": 1, "fedlesam_d_up": 1, "fednsam_s": 1, "fednsam_d": 1, "fedavg_nesterov": 1,
               "fedsam_nesterov": 2, "fednsam_no_nesterov": 1, "fednsam_no_nesterov_m": 1, "fedsol": 2,
               "fedsol_fixed": 2, "fedtoga": 2, "fedntd": 1, "moon": 1,
               "fedgloss": 2, "fedswa": 1, "fedmoswa": 1, "fedwmsam": 1, "fedgmt": 1}
