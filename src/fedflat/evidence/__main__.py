@@ -3,6 +3,9 @@
   export CONFIG [--scale S]        write results/evidence/<study>/ from this machine's results/ tree
   pages [--check]                  re-render the result pages from the committed evidence (or check for drift)
   trace STUDY TABLE ROW COLUMN     the runs behind one table cell (run ids, seeds, settings, commit)
+  verify RUN_ID... | --sample K [--study S]
+                                   re-run committed records from scratch at the commit they name and report per
+                                   record: identical, within 0.1 point, or different (evidence/verify.py)
   stage-e BLOCK                    FedSynSAM's lr grids of a Table II block (A, B, C) that the catalog follows: the
                                    rule's pick, the catalog's lr, and the lr stage E must run next
   lr-sources BLOCK                 the FedSynSAM settings file's lr entries of block B or C, from the evidence"""
@@ -30,6 +33,17 @@ def main(argv=None) -> int:
     tr = sub.add_parser("trace", help="the runs behind one table cell")
     for k in ("study", "table", "row", "column"):
         tr.add_argument(k)
+    ve = sub.add_parser("verify", help="re-run committed records from scratch and compare them with the record")
+    ve.add_argument("run_ids", nargs="*", metavar="RUN_ID")
+    ve.add_argument("--sample", type=int, help="a seeded random sample of this many records")
+    ve.add_argument("--study", help="only the records of this study's evidence (results/evidence/<study>/)")
+    ve.add_argument("--seed", type=int, default=0, help="the sample's seed")
+    ve.add_argument("--at", choices=("record", "head"), default="record",
+                    help="the code to re-run with: the commit each record names (default) or this checkout")
+    ve.add_argument("--jobs", type=int, default=1, help="records re-run in parallel (one core each)")
+    ve.add_argument("--scratch", help="where the re-runs go (default: a new temporary directory, removed after)")
+    ve.add_argument("--data-root", default="data")
+    ve.add_argument("--out", help="also write the Markdown report here")
     se = sub.add_parser("stage-e", help="the lr each FedSynSAM grid of a block needs next (stage E)")
     se.add_argument("block", choices=("A", "B", "C"))
     ls = sub.add_parser("lr-sources", help="the settings file's lr entries of a block, from the evidence")
@@ -58,6 +72,8 @@ def main(argv=None) -> int:
                 return 1 if bad else 0
             changed = write()
             print("re-rendered: " + (", ".join(changed) if changed else "nothing changed"))
+        elif a.cmd == "verify":
+            return _verify(a)
         elif a.cmd == "stage-e":
             from .lrpicks import stage_e_report
 
@@ -74,6 +90,38 @@ def main(argv=None) -> int:
         print(f"fedflat.evidence: error: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _verify(a) -> int:
+    """Exit 0 when every record re-ran identical, 1 otherwise (a report line per record either way)."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from ..errors import ConfigError
+    from ..util.io import write_text
+    from .verify import pick, render, verify
+
+    if not a.run_ids and not a.sample:
+        raise ConfigError("verify: name run ids, or --sample K")
+    chosen = pick(a.run_ids, a.sample, a.study, a.seed)
+    scratch = Path(a.scratch or tempfile.mkdtemp(prefix="fedflat-verify-"))
+    scratch.mkdir(parents=True, exist_ok=True)
+    print(f"re-running {len(chosen)} record(s) in {scratch} ({a.jobs} at a time)", flush=True)
+    try:
+        out = verify(chosen, scratch, Path(a.data_root), a.at, a.jobs, progress=lambda s: print(s, flush=True))
+    finally:
+        if not a.scratch:
+            import subprocess
+
+            for tree in scratch.glob("code-*"):  # the worktrees of the records' commits
+                subprocess.run(["git", "worktree", "remove", "--force", str(tree)], capture_output=True)
+            shutil.rmtree(scratch, ignore_errors=True)
+    report = render(out)
+    print("\n" + report)
+    if a.out:
+        write_text(Path(a.out), report + "\n")
+    return 0 if all(o.verdict == "identical" for o in out) else 1
 
 
 if __name__ == "__main__":
