@@ -26,6 +26,8 @@ def main(argv=None) -> int:
     ex.add_argument("config")
     ex.add_argument("--scale", default=None)
     ex.add_argument("--prune", action="store_true", help="drop records of runs absent from this results/ tree")
+    ex.add_argument("--from", dest="source", metavar="DIR", help="read the run directories (and a leaderboard's "
+                    "checkpoint files) of the checkout at DIR (a long study's own worktree), write the evidence here")
     ex.add_argument("--keep-legacy", action="store_true", help="keep records that cannot be regenerated (a modified "
                     "tree, no commit, other numerics), marked legacy in the `legacy` column, instead of refusing them")
     pg = sub.add_parser("pages", help="render the result pages from the evidence")
@@ -43,7 +45,7 @@ def main(argv=None) -> int:
     ve.add_argument("--jobs", type=int, default=1, help="records re-run in parallel (one core each)")
     ve.add_argument("--scratch", help="where the re-runs go (default: a new temporary directory, removed after)")
     ve.add_argument("--data-root", default="data")
-    ve.add_argument("--out", help="also write the Markdown report here")
+    ve.add_argument("--out", help="also write the Markdown report here, and its rows as CSV beside it")
     se = sub.add_parser("stage-e", help="the lr each FedSynSAM grid of a block needs next (stage E)")
     se.add_argument("block", choices=("A", "B", "C"))
     ls = sub.add_parser("lr-sources", help="the settings file's lr entries of a block, from the evidence")
@@ -57,7 +59,7 @@ def main(argv=None) -> int:
             cfg = load_config_file(a.config)
             if a.scale:
                 cfg["scale"] = a.scale
-            n = export_study(load_study(cfg), prune=a.prune, keep_legacy=a.keep_legacy, config_path=a.config)
+            n = _export(a, cfg, export_study, load_study)
             print(f"{cfg.get('study')}: {n['runs']} run records ({n['new']} new), {n['cells']} cells, "
                   f"{n['tables']} table files, {n['figures']} figures"
                   + (f"; {n['superseded']} records of runs no experiment lists any more moved to superseded.csv"
@@ -92,6 +94,26 @@ def main(argv=None) -> int:
     return 0
 
 
+def _export(a, cfg: dict, export_study, load_study) -> dict:
+    """Export here, reading the runs of `--from DIR` when given (writing inside a running study's worktree would make
+    its tree modified, and its next runs would record a dirty commit)."""
+    import os
+    from pathlib import Path
+
+    from .export import EVIDENCE, FIGURES
+
+    here = Path.cwd()
+    config_path = Path(a.config).resolve()
+    if not a.source:
+        return export_study(load_study(cfg), prune=a.prune, keep_legacy=a.keep_legacy, config_path=config_path)
+    os.chdir(a.source)
+    try:
+        return export_study(load_study(cfg), here / EVIDENCE, here / FIGURES, prune=a.prune, keep_legacy=a.keep_legacy,
+                            config_path=config_path)
+    finally:
+        os.chdir(here)
+
+
 def _verify(a) -> int:
     """Exit 0 when every record re-ran identical, 1 otherwise (a report line per record either way)."""
     import shutil
@@ -119,8 +141,11 @@ def _verify(a) -> int:
             shutil.rmtree(scratch, ignore_errors=True)
     report = render(out)
     print("\n" + report)
-    if a.out:
+    if a.out:  # the report, and its rows as CSV beside it (what a page renders from once committed)
+        from .verify import to_frame
+
         write_text(Path(a.out), report + "\n")
+        write_text(Path(a.out).with_suffix(".csv"), to_frame(out).to_csv(index=False, lineterminator="\n"))
     return 0 if all(o.verdict == "identical" for o in out) else 1
 
 

@@ -278,6 +278,17 @@ def verify(chosen: list[tuple[str, dict]], scratch: Path, data_root: Path, at: s
         return list(pool.map(one, chosen))
 
 
+def to_frame(outcomes: list[Outcome]):
+    """One row per re-run record (what `verify --out` commits beside its Markdown, for the pages)."""
+    import pandas as pd
+
+    return pd.DataFrame([{"study": o.study, "run_id": o.run_id, "verdict": o.verdict, "code": o.commit,
+                          "max_acc_diff": o.max_acc_diff,
+                          "differs": "; ".join(f"{k} {a} -> {b}" for k, (a, b) in o.differs.items()), "note": o.note}
+                         for o in outcomes],
+                        columns=["study", "run_id", "verdict", "code", "max_acc_diff", "differs", "note"])
+
+
 def render(outcomes: list[Outcome]) -> str:
     """A Markdown summary: counts per verdict, the largest accuracy difference, and one row per record."""
     counts = {v: sum(o.verdict == v for o in outcomes) for v in ("identical", "within 0.1", "different", "not re-run")}
