@@ -102,7 +102,7 @@ def spec_of(record: dict, study: str, root: Path = EVIDENCE):
     from ..study import load_config_file, load_study
 
     cfg = load_config_file(study_config(study, root))
-    st = load_study(cfg)
+    st = load_study(_as_of_today(cfg))
     if st.leaderboard is not None:  # the later stages, from the checkpoint files committed with the evidence
         _register_committed_stages(st, Path(root) / study / "checkpoints")
     rid = record["run_id"]
@@ -115,6 +115,20 @@ def spec_of(record: dict, study: str, root: Path = EVIDENCE):
         "dataset": spec.dataset, "partition": spec.partition, "num_clients": tr["num_clients"], "seed": spec.seed,
         "samples_per_client": tr["samples_per_client"], "variant": tr["dirichlet_variant"]}
     return spec, cfg, part
+
+
+def _as_of_today(cfg: dict) -> dict:
+    """A leaderboard snapshot from before a preset was registered lists it nowhere: today's protocol check wants
+    every preset ranked or excluded, so the newer ones are excluded here (the snapshot's runs are unchanged)."""
+    if "leaderboard" not in cfg:
+        return cfg
+    from ..algorithms import PRESETS
+
+    lb = {**cfg["leaderboard"]}
+    known = set(lb.get("methods") or {}) | set(lb.get("excluded") or {})
+    lb["excluded"] = {**(lb.get("excluded") or {}),
+                      **{n: "registered after this configuration was made" for n in PRESETS.names() if n not in known}}
+    return {**cfg, "leaderboard": lb}
 
 
 def _register_committed_stages(study, checkpoints: Path) -> None:
