@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 from ...util.paired import detectable, holm, paired_t
-from .declared import findings, fmt
+from .declared import filter_of, findings, fmt
 from .match import cell, coincide, complete, mask, mean, table_cell, values
 from .sources import (candidate_cells, catalog_values, exported_table, paper_of, preset_label, runs_of,
                       table_run_ids)
@@ -160,8 +160,7 @@ def grid_picks(ctx, f, runs) -> dict:
                                                       for b, x in zip(by, k)]):
             h = sub[np.array([k == key for k in keys], dtype=bool)]
             vals = sorted(set(values(h, field)), key=float)
-            cells = {float(v): cell(h, {field.partition(".")[0]: {field.partition(".")[2]: v}} if "." in field
-                                    else {field: v}, f.metric, f.seeds) for v in vals}
+            cells = {float(v): cell(h, filter_of(field, v), f.metric, f.seeds) for v in vals}
             means = {v: (sum(c["acc"]) / len(c["acc"]) if c["acc"] and not c["diverged"] else math.nan)
                      for v, c in cells.items()}
             done = len(cells) >= int(g.get("size", 1)) and complete(*cells.values())

@@ -111,7 +111,7 @@ def _units(f: dict, where) -> list[dict]:
                     **{k: v for k, v in select.items() if k in ("table", "column")}}, u) for u in out]
 
 
-def _filter_of(field_name: str, value) -> dict:
+def filter_of(field_name: str, value) -> dict:
     """'hparams.rho', 0.1 -> {hparams: {rho: 0.1}}; 'lr', 0.1 -> {lr: 0.1}."""
     head, _, tail = field_name.partition(".")
     return {head: {tail: value}} if tail else {head: value}
@@ -123,7 +123,7 @@ def _candidates(raw, f: dict, where) -> list[dict]:
     if isinstance(raw, dict):  # {field, values, head, name}: one candidate per value
         if "field" not in raw or not isinstance(raw.get("values"), list):
             raise ConfigError(f"{where('candidates')}: {{field: <record field>, values: [...]}} or a list of candidates")
-        raw = [{"value": v, "where": _filter_of(raw["field"], v), "head": raw.get("head", "{value}").replace(
+        raw = [{"value": v, "where": filter_of(raw["field"], v), "head": raw.get("head", "{value}").replace(
             "{value}", fmt(v)), "name": raw.get("name", "{value}").replace("{value}", fmt(v))} for v in raw["values"]]
     out = []
     for i, c in enumerate(raw):
