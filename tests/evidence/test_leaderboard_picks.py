@@ -15,16 +15,16 @@ from fedflat.leaderboard.protocol import ablation_cell
 from fedflat.study import load_config_file
 
 REPO = Path(__file__).resolve().parents[2]
-EV = Evidence("leaderboard", REPO / "results/evidence")
-CHECKPOINTS = EV.dir / "checkpoints"
 
 
-@pytest.fixture(scope="module")
-def state():
-    if not (CHECKPOINTS / "tuning_choice.json").exists():
-        pytest.skip("no committed choice yet")  # the evidence of a leaderboard whose continuation has not run
-    lb = load_config_file(REPO / "results/evidence/leaderboard/config/leaderboard.yaml")["leaderboard"]  # its snapshot
-    return EV.runs(), json.loads((CHECKPOINTS / "tuning_choice.json").read_text()), lb
+@pytest.fixture(scope="module", params=["leaderboard", "leaderboard_v2"])
+def state(request):
+    """v3's evidence (while its continuation has not run, there is no choice to check yet) and v2's (legacy)."""
+    ev = Evidence(request.param, REPO / "results/evidence")
+    if not (ev.dir / "checkpoints/tuning_choice.json").exists():
+        pytest.skip(f"no committed choice in {ev.dir} yet")
+    lb = load_config_file(ev.dir / "config/leaderboard.yaml")["leaderboard"]  # the config it was made with
+    return ev.runs(), json.loads((ev.dir / "checkpoints/tuning_choice.json").read_text()), lb, ev.dir
 
 
 def _pick(choice, partition, preset):
@@ -37,7 +37,7 @@ def _at(record, cell) -> bool:
 
 
 def test_the_choice_file_is_what_the_continuation_records_select(state):
-    runs, choice, _ = state
+    runs, choice, _, _ = state
     picks = lbstats.continuation_choices(runs, choice["metric"])
     assert len(picks)
     for r in picks.itertuples():
@@ -50,8 +50,8 @@ def test_the_choice_file_is_what_the_continuation_records_select(state):
 
 
 def test_the_continued_cells_are_the_screen_files_cells(state):
-    runs, _, _ = state
-    screen = json.loads((CHECKPOINTS / "screen_choice.json").read_text())["methods"]
+    runs, _, _, where = state
+    screen = json.loads((where / "checkpoints/screen_choice.json").read_text())["methods"]
     cont = lbstats.stage_runs(runs, "continuation")
     assert len(cont)
     for r in cont.itertuples():
@@ -59,7 +59,7 @@ def test_the_continued_cells_are_the_screen_files_cells(state):
 
 
 def test_every_final_and_ablation_record_sits_at_its_pick(state):
-    runs, choice, lb = state
+    runs, choice, lb, _ = state
     for r in lbstats.stage_runs(runs, "final").itertuples():
         assert _at(r, _pick(choice, r.partition, r.preset)), r.run_id
     for r in lbstats.stage_runs(runs, "ablation").itertuples():
@@ -72,7 +72,7 @@ def test_the_committed_table_ranks_as_the_evidence_does(state):
     rank, band, and the mean accuracy; a table exported from other runs, or a drift between the two rules, fails."""
     import pandas as pd
 
-    table = EV.dir / "tables/leaderboard.csv"
+    table = state[3] / "tables/leaderboard.csv"
     if not table.exists():
         pytest.skip("the leaderboard table is exported once the final stage is complete")
     t = pd.read_csv(table)

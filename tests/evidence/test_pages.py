@@ -95,6 +95,9 @@ def test_a_method_added_to_the_live_config_only_shows_as_not_yet_run(copy, tmp_p
 
     added = tmp_path / "added"
     shutil.copytree(copy, added)
+    # a leaderboard with evidence and its config snapshot (v2's, standing in for the current study's)
+    shutil.rmtree(added / "results/evidence/leaderboard", ignore_errors=True)
+    shutil.copytree(added / "results/evidence/leaderboard_v2", added / "results/evidence/leaderboard")
     before = render_all(Context(root=added))
     live = added / "config/leaderboard.yaml"
     cfg = yaml.safe_load(live.read_text())

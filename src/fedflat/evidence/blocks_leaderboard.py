@@ -6,11 +6,13 @@ import math
 
 from . import lbstats
 
+STUDY = "leaderboard"  # the evidence these blocks render (v3; v2 is legacy: docs/leaderboard_v2.md)
+
 
 def _config(ctx) -> dict:
     from ..study import load_config_file
 
-    return load_config_file(ctx.config("leaderboard.yaml"))["leaderboard"]
+    return load_config_file(ctx.config("leaderboard.yaml", STUDY))["leaderboard"]
 
 
 def _title(partition: str) -> str:
@@ -62,13 +64,13 @@ def _waiting(totals: dict, stage: str, what: str) -> str | None:
 
 def _final_stage(ctx, what: str):
     """(the leaderboard's records, its config section, the waiting line or None once the final stage is complete)."""
-    runs = ctx.evidence("leaderboard").runs()
+    runs = ctx.evidence(STUDY).runs()
     lb = _config(ctx)
     return runs, lb, _waiting(stage_totals(runs, lb), "final", what)
 
 
 def status(ctx) -> str:
-    runs = ctx.evidence("leaderboard").runs()
+    runs = ctx.evidence(STUDY).runs()
     lb = _config(ctx)
     n_methods = len(lb["methods"])
     if runs.empty:
@@ -85,7 +87,7 @@ def status(ctx) -> str:
         lines += ["", f"{shared} runs serve two stages and count in both: a continued ρ = 0 cell that is also the "
                       f"ablation twin of a pick (the same settings, so the same run)."]
     lines += ["", f"Screen: {screen} of {expected} trials in the evidence."]
-    gone = ctx.evidence("leaderboard").superseded()
+    gone = ctx.evidence(STUDY).superseded()
     if len(gone):
         per_stage = lbstats.stage_counts(gone)["runs"]
         lines += ["", f"Out of every count here: {len(gone)} runs made at a pick since corrected ("
@@ -102,7 +104,7 @@ def _not_yet_run(ctx, lb: dict) -> list[str]:
     from ..study import load_config_file
 
     live = ctx.live_config("leaderboard.yaml")
-    if live == ctx.config("leaderboard.yaml") or not live.exists():
+    if live == ctx.config("leaderboard.yaml", STUDY) or not live.exists():
         return []
     new = [m for m in load_config_file(live)["leaderboard"]["methods"] if m not in lb["methods"]]
     names = ", ".join(PRESETS.get(m).label if m in PRESETS.names() else m for m in new)
@@ -111,7 +113,7 @@ def _not_yet_run(ctx, lb: dict) -> list[str]:
 
 
 def screen(ctx) -> str:
-    runs = ctx.evidence("leaderboard").runs()
+    runs = ctx.evidence(STUDY).runs()
     lb = _config(ctx)
     tu = lb["tuning"]
     expected = len(lb["methods"]) * int(tu["trials"])
@@ -211,7 +213,7 @@ def cost(ctx) -> str:
     from ..leaderboard.plan import estimate, render
     from ..study import load_config_file
 
-    cfg = load_config_file(ctx.config("leaderboard.yaml"))  # the snapshot the evidence was made with
+    cfg = load_config_file(ctx.config("leaderboard.yaml", STUDY))  # the snapshot the evidence was made with
     return render(estimate(cfg, 2, exhaustive=False), 2)
 
 
@@ -225,7 +227,7 @@ def choice(ctx) -> str:
     from ..leaderboard.table import edges
     from ..report.grids import setting_text
 
-    runs = ctx.evidence("leaderboard").runs()
+    runs = ctx.evidence(STUDY).runs()
     lb = _config(ctx)
     c = lb["tuning"]["continuation"]
     got, expected = _got(runs, "continuation"), _continuation_expected(lb)
@@ -267,7 +269,7 @@ def choice(ctx) -> str:
 
 def ablation(ctx) -> str:
     """Does each SAM-type method's ascent beat its own rho = 0, per partition, beyond the seed spread?"""
-    runs = ctx.evidence("leaderboard").runs()
+    runs = ctx.evidence(STUDY).runs()
     totals = stage_totals(runs, _config(ctx))
     wait = _waiting(totals, "ablation", "the ρ = 0 ablation") or _waiting(
         totals, "final", "the ablation's verdicts (judged against the final seeds' spread)")

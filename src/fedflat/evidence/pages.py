@@ -71,11 +71,11 @@ class Context:
             self._memo[key] = make()
         return self._memo[key]
 
-    def config(self, name: str) -> Path:
-        """config/<name> as the committed evidence was made with it (the snapshot an export wrote beside the records,
-        export.snapshot_config), else the live file."""
-        snaps = sorted((self.root / self.evidence_root).glob(f"*/config/{name}"))
-        return snaps[0] if len(snaps) == 1 else self.root / "config" / name
+    def config(self, name: str, study: str | None = None) -> Path:
+        """config/<name> as `study`'s committed evidence was made with it (the snapshot its export wrote beside the
+        records, export.snapshot_config), else the live file."""
+        snap = self.root / self.evidence_root / study / "config" / name if study else None
+        return snap if snap is not None and snap.exists() else self.root / "config" / name
 
     def live_config(self, name: str) -> Path:
         return self.root / "config" / name
