@@ -11,3 +11,8 @@ class ConfigError(ValueError):
 def choice_error(key: str, value, allowed) -> ConfigError:
     allowed = ", ".join(sorted(map(str, allowed)))
     return ConfigError(f"{key}: unknown value {value!r}; allowed: {allowed}")
+
+
+class OutputError(ConfigError):
+    """An output could not be written (a full disk): the message names the file. A ConfigError, so every entry
+    point prints it as the same single line."""
