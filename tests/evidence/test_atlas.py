@@ -28,7 +28,8 @@ def test_reproduced_cells_within_two_points_and_gap_links(tmp_path):
         target = float(str(pub[rows[i]["label"]][lam_col]).split("±")[0])
         for rid, _ in grid[i][lam_col]:
             rec = dict.fromkeys(COLUMNS)
-            rec.update(run_id=rid, status="completed", lambda_max_clients_mean=target + off, lambda_max=0.0, final_acc=80.0, hparams=json.dumps({}))
+            rec.update(run_id=rid, status="completed", lambda_max_clients_mean=target + off, lambda_max=0.0, final_acc=80.0,
+                       last10_acc=80.0, best_acc=80.0, hparams=json.dumps({}))  # a completed record holds its result
             records.append(rec)
     for rid, _ in grid[2][lam_col]:  # third row: every seed diverged, a gap whose value is NaN
         rec = dict.fromkeys(COLUMNS)

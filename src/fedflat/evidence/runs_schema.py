@@ -33,10 +33,9 @@ _NONNEG = Col("number", low=0.0)
 RUNS_SCHEMA: dict[str, Col] = {
     "run_id": Col("id"), "settings_hash": _TEXT, "experiments": _TEXT, "label": _TEXT, "dataset": _TEXT,
     "partition": _TEXT, "model": _TEXT, "preset": _TEXT, "hparams": _TEXT,
-    "lr": Col("number", low=0.0, nullable=False), "rounds": Col("int", low=1, nullable=False),
-    "local_steps": Col("int", low=1, nullable=False), "batch_size": Col("int", low=1, nullable=False),
-    "num_clients": Col("int", low=1, nullable=False), "participation": Col("number", low=0.0, high=1.0),
-    "holdout": Col("number", low=0.0, high=0.5), "uplink": _TEXT, "seed": Col("int", low=0, nullable=False),
+    "lr": Col("number", low=0.0), "rounds": Col("int", low=1), "local_steps": Col("int", low=1),
+    "batch_size": Col("int", low=1), "num_clients": Col("int", low=1), "participation": Col("number", low=0.0, high=1.0),
+    "holdout": Col("number", low=0.0, high=0.5), "uplink": _TEXT, "seed": Col("int", low=0),
     "eval_split": _TEXT, "data": _TEXT, "status": Col("word"), "rounds_completed": _INT0, "diverged_round": _INT0,
     "final_acc": _PCT, "last10_acc": _PCT, "best_acc": _PCT, "final_loss": _NONNEG, "flatness_mean": _NONNEG,
     "lambda_max": Col("number"), "trace": Col("number"), "lambda_max_clients_mean": Col("number"),
