@@ -83,7 +83,7 @@ def check_run_spec(d: Any, key: str = "--spec") -> RunSpec:
     training = check_training(d.get("training", {}), key=f"{key}.training")
     preset.resolve(d.get("hparams", {}), key=f"{key}.hparams")
     preset.check_single_decay(d.get("hparams", {}), training, key=f"{key}.training")
-    check_hooks({"hooks": d.get("analysis", {})}, None, key)
+    check_hooks({"hooks": d.get("analysis", {})}, None, key, hooks_key=f"{key}.analysis")
     if d.get("uplink"):
         check_uplink(dict(d["uplink"]), f"{key}.uplink.kind")
     return RunSpec.from_dict(d)

@@ -180,15 +180,20 @@ def check_uplink(uplink: dict, key: str) -> None:
     COMPRESSORS.get(uplink.get("kind"), key=key)(**{k: v for k, v in uplink.items() if k != "kind"})
 
 
-def check_hooks(base, override, key: str) -> dict:
-    """Round hooks for the runs: the top-level `analysis.hooks` merged with the experiment's."""
+def check_hooks(base, override, key: str, hooks_key: str | None = None) -> dict:
+    """Round hooks for the runs: the top-level `analysis.hooks` merged with the experiment's; errors name
+    `hooks_key` (default `<key>.hooks`)."""
+    hooks_key = hooks_key or f"{key}.hooks"
+    for section in (base, override):
+        if not isinstance(section or {}, dict) or not isinstance((section or {}).get("hooks") or {}, dict):
+            raise ConfigError(f"{hooks_key}: must be a mapping of hook names to their parameters")
     hooks = {**((base or {}).get("hooks") or {}), **((override or {}).get("hooks") or {})}
     for name in hooks:
+        hook_cls = ROUND_HOOKS.get(name, key=hooks_key)
         if not isinstance(hooks[name] or {}, dict):
-            raise ConfigError(f"{key}.hooks.{name}: must be a mapping of the hook's parameters, got {hooks[name]!r}")
-        hook_cls = ROUND_HOOKS.get(name, key=f"{key}.hooks")
+            raise ConfigError(f"{hooks_key}.{name}: must be a mapping of the hook's parameters, got {hooks[name]!r}")
         if hasattr(hook_cls, "check"):  # analysis hooks validate their parameters at parse time
-            hook_cls.check(dict(hooks[name] or {}), f"{key}.hooks.{name}")
+            hook_cls.check(dict(hooks[name] or {}), f"{hooks_key}.{name}")
     return {k: dict(v or {}) for k, v in sorted(hooks.items())}
 
 
@@ -253,7 +258,11 @@ def _expand(config: dict, targets: bool = True) -> Study:
         algos = [_algo_entry(ename, a, global_algo, training) for a in _as_list(ename, exp, "algorithms")]
         seeds = _as_list(ename, exp, "seeds")
         analysis = check_hooks(config.get("analysis"), exp.get("analysis"), f"experiments.{ename}.analysis")
-        uplink = dict(exp.get("uplink", config.get("uplink")) or {})
+        uplink = exp.get("uplink", config.get("uplink")) or {}
+        if not isinstance(uplink, dict):
+            where = f"experiments.{ename}.uplink" if "uplink" in exp else "uplink"
+            raise ConfigError(f"{where}: must be a mapping with the compressor's kind and settings, got {uplink!r}")
+        uplink = dict(uplink)
         if uplink and uplink.get("kind", "none") == "none":
             uplink = {}
         if uplink:
@@ -287,7 +296,8 @@ def _expand(config: dict, targets: bool = True) -> Study:
                 raise ConfigError(f"{section}.{name}: must be a mapping")
             entry = {"kind": default_kind, **entry}
             kind_cls = registry.get(entry["kind"], key=f"{section}.{name}.kind")
-            if "experiment" in entry and entry["experiment"] not in study.experiments:
+            if "experiment" in entry and (not isinstance(entry["experiment"], str)
+                                          or entry["experiment"] not in study.experiments):
                 raise choice_error(f"{section}.{name}.experiment", entry["experiment"], study.experiments)
             if hasattr(kind_cls, "check"):
                 kind_cls.check(study, name, entry)

@@ -84,7 +84,7 @@ BAD_SPECS = [
     ({**SPEC, "seed": -1}, "--spec.seed: must be an integer >= 0"),
     ({**SPEC, "hparams": {"server_lr": float("inf")}}, "--spec.hparams.fedavg.server_lr: expected a number"),
     ({**SPEC, "uplink": {"kind": "zip"}}, "--spec.uplink.kind: unknown value 'zip'"),
-    ({**SPEC, "analysis": {"hesian": {}}}, "--spec.hooks: unknown value 'hesian'"),
+    ({**SPEC, "analysis": {"hesian": {}}}, "--spec.analysis: unknown value 'hesian'"),
     ({**SPEC, "colour": 1}, "--spec: unknown key 'colour'"),
 ]
 
