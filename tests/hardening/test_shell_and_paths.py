@@ -142,11 +142,15 @@ ONE_RUN = {"study": "q", "data_root": "data", "device": "cpu", "threads_per_job"
 @pytest.mark.e2e
 def test_a_data_root_with_shell_code_is_a_directory_name_to_every_job(tmp_path):
     """Through Snakemake: the partition, train and table jobs run with data_root holding $(...), backticks and `;`
-    (digits ships with scikit-learn, so any data_root serves) and the shell runs none of it."""
+    (digits ships with scikit-learn, so any data_root serves), and with a label (free text) holding the same, '../'
+    and '|'; the shell runs none of it, and the label stays one Markdown cell."""
     wd = workdir(tmp_path / "wd")
     marker = wd / "marker"
     root = "d$(touch marker)`touch marker`;touch marker"
-    (wd / "q.yaml").write_text(yaml.safe_dump({**ONE_RUN, "data_root": root}))
+    label = "FedAvg $(touch marker) `touch marker`; ../x | y"
+    cfg = copy.deepcopy(ONE_RUN)
+    cfg["experiments"]["main"]["algorithms"] = [{"preset": "fedavg", "label": label}]
+    (wd / "q.yaml").write_text(yaml.safe_dump({**cfg, "data_root": root}))
     r = snakemake(wd, "--cores", "1", "--configfile", "q.yaml", "--printshellcmds")
     assert r.returncode == 0, r.stderr[-3000:]
     assert (wd / "results/tables/main.md").exists()
@@ -157,6 +161,8 @@ def test_a_data_root_with_shell_code_is_a_directory_name_to_every_job(tmp_path):
     for cmd in cmds:
         words = shlex.split(cmd)
         assert words[words.index("--data-root") + 1] == root
+    row = next(l for l in (wd / "results/tables/main.md").read_text().splitlines() if l.startswith("| FedAvg"))
+    assert label.replace("|", "\\|") in row
 
 
 @pytest.mark.e2e

@@ -25,10 +25,11 @@ class _Copy:
     def write(self, text: str) -> int:
         if not self.failed:
             try:
-                if self.history is None:
+                if self.history is None and self.path.parent.is_dir():  # the run makes its directory: never here
                     self.history = open(self.path, "a")
-                self.history.write(text)
-                self.history.flush()  # a kill keeps everything written so far
+                if self.history is not None:
+                    self.history.write(text)
+                    self.history.flush()  # a kill keeps everything written so far
             except OSError:
                 self.failed = True
         return self.stream.write(text)
