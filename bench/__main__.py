@@ -26,6 +26,7 @@ QUICK_ARGS = {
     "bench_data": ["--steps", "2"],
     "bench_fast_step": ["--workloads", "mlp", "--steps", "5", "--chunks", "2"],
     "bench_memory": ["--quick"],
+    "bench_numerics": ["--workloads", "mlp2", "--algorithms", "fedavg", "--steps", "3", "--rounds", "2", "--chunks", "1"],
     "bench_overhead": ["--workloads", "lenet5", "--clients", "2", "--steps", "3"],
     "bench_public_pattern": ["--clients", "2", "--steps", "2", "--rounds", "1", "--n-train", "500", "--n-test", "200",
                              "--backend", "eager"],

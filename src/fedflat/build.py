@@ -35,7 +35,7 @@ def ensure_run(study, rid: str, data_root: str) -> None:
     if Path(study.run_dir(rid), "summary.json").exists():
         return
     ppath = ensure_partition(study, spec.partition_id(), data_root)
-    train(spec, study.run_dir(rid), str(ppath), data_root, "cpu", False, progress=False)
+    train(spec, study.run_dir(rid), str(ppath), data_root, "cpu", False, progress=False, numerics_mode=study.numerics)
 
 
 def ensure_partition(study, pid: str, data_root: str) -> Path:
@@ -85,7 +85,7 @@ def ensure_analysis(study, path: str, data_root: str) -> None:
         p = {**p, "split": paths.HESSIAN_SPLITS[out.name]}
     params = json.dumps(p)
     if analysis_main([cmd, "--run-dir", str(out.parent), "--out", str(out), "--params", params,
-                      "--data-root", data_root, *extra]) != 0:
+                      "--data-root", data_root, "--numerics", study.numerics, *extra]) != 0:
         raise RuntimeError(f"{cmd} analysis failed for {out.parent}")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -52,11 +53,14 @@ def cmd_train(a) -> None:
     from .util.attempt_log import kept_across_attempts
     from .util.gpu_slots import pin_device
 
-    _threads(a.threads)
+    if a.require_clean:
+        require_clean_commit()
+    _threads(1 if a.numerics == "portable" else a.threads)  # portable: one thread whatever the job asked
     spec = check_run_spec(json.loads(a.spec))  # every field checked before any data is loaded
     device = pin_device(a.device)  # multi-GPU box: this job alone on one free GPU
     with kept_across_attempts(a.out_dir) as finished:  # train.log keeps a killed attempt's lines (util/attempt_log.py)
-        train(spec, a.out_dir, a.partition, a.data_root, device, a.download, progress=not a.quiet)
+        train(spec, a.out_dir, a.partition, a.data_root, device, a.download, progress=not a.quiet,
+              numerics_mode=a.numerics)
         finished()
 
 
@@ -123,6 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--download", action="store_true")
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--quiet", action="store_true")
+    add_numerics_flag(p)
+    p.add_argument("--require-clean", action="store_true",
+                   help="refuse to run from a modified working tree (evidence runs: paper scale, the leaderboard)")
     p.set_defaults(fn=cmd_train)
 
     p = sub.add_parser("table", help="render a table from run outputs")
@@ -141,12 +148,34 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def main(argv: list[str] | None = None) -> int:
-    from . import plugins  # noqa: F401  (the composition root: every preset, model, data set, hook and kind)
+def add_numerics_flag(p: argparse.ArgumentParser) -> None:
+    from .util.numerics import ENV_VAR, MODES
+
+    p.add_argument("--numerics", choices=MODES, default=os.environ.get(ENV_VAR) or "native",
+                   help=f"kernel settings, applied before torch loads (util/numerics.py; default: ${ENV_VAR} or native)")
+
+
+def require_clean_commit() -> None:
+    """Evidence runs record the commit that made them: refuse a modified working tree (one line) before any compute."""
     from .errors import ConfigError
+    from .util.provenance import source_commit
+
+    commit = source_commit()
+    if commit is None or commit.endswith("-dirty"):
+        raise ConfigError(f"the working tree is {'not a git checkout' if commit is None else 'modified (' + commit + ')'}: "
+                          "evidence runs need a clean commit; commit or stash the change, run from a clean "
+                          "`git worktree`, or pass --config allow_dirty=true for an experiment")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .errors import ConfigError
+    from .util.numerics import enter
 
     args = build_parser().parse_args(argv)
     try:
+        enter(getattr(args, "numerics", None) or "native")  # before torch loads: the plugins import it
+        from . import plugins  # noqa: F401  (the composition root: every preset, model, data set, hook and kind)
+
         args.fn(args)
     except ConfigError as exc:
         print(f"fedflat: error: {exc}", file=sys.stderr)

@@ -20,6 +20,8 @@ from .algorithms import fedrcl  # noqa: F401  (FedRCL: relaxed contrastive loss 
 from .algorithms import presets_personal  # noqa: F401  (FedSOL Table 9: PerFedAvg, FedBABU, kNN-Per, Local-only)
 from .algorithms import oracle  # noqa: F401  (the exact global perturbation: a diagnostic upper bound)
 from .algorithms import presets_2025  # noqa: F401  (FedGloSS, FedSWA, FedMoSWA, FedWMSAM, FedGMT and their parts)
+from .algorithms import fedgf  # noqa: F401  (FedGF: globally perturbed SAM point, its part and preset)
+from .algorithms import fedscam  # noqa: F401  (FedSCAM: heterogeneity-modulated SAM radius and aggregation)
 from .synsam import preset as _synsam  # noqa: F401  (FedSynSAM, DynaFed: their perturbation, server, presets)
 
 # -- data sets and models
@@ -45,3 +47,4 @@ from .leaderboard import kinds as _leaderboard_kinds  # noqa: F401  (leaderboard
 # -- what the leaderboard and the paper catalogs add to a study (study.STUDY_PREPARERS)
 from .leaderboard import preparer as _leaderboard_preparer  # noqa: F401
 from .papers import catalog as _catalog  # noqa: F401
+from .papers import picks as _picks  # noqa: F401  (settings a grid search of the same study picks)

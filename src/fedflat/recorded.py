@@ -21,6 +21,9 @@ from pathlib import Path
 from .util.curves import CURVE_COSTS
 
 EVIDENCE_ROOT = Path("results/evidence")
+# a run that did not complete: NaN weights (diverged) or chance accuracy with an exploding loss (collapsed, the
+# collapse rule of fl/engine.py); both have no final accuracy and count alike wherever runs are counted
+FAILED = ("diverged", "collapsed")
 SUMMARY = "summary.json"
 
 _cache: dict[tuple, dict[str, dict]] = {}
@@ -73,7 +76,7 @@ def _number(x: str) -> float | None:
 
 def outcome_of_record(row: dict) -> dict:
     """The summary.json keys a selection reads, from a committed record, and where they came from."""
-    ok = row["status"] == "completed"
+    ok = row["status"] == "completed"  # "collapsed" and "diverged" runs have no final accuracy
     rounds = _number(row.get("rounds_completed", ""))
     return {"status": row["status"], "eval_split": row.get("eval_split") or "test",
             "final_acc": _fraction(row["final_acc"]) if ok else None,
@@ -97,13 +100,29 @@ def recorded(run_id: str, root: Path | str = EVIDENCE_ROOT) -> dict | None:
     return None if row is None else outcome_of_record(row)
 
 
-def covers(run_id: str, needs: tuple[str, ...] = (), root: Path | str = EVIDENCE_ROOT) -> bool:
+def matches_numerics(row: dict, mode: str) -> bool:
+    """Whether a committed record (a runs.csv row) can stand for a run made in numerics `mode` today: a portable
+    run only by a portable record of today's numerics version, made at a clean commit and not marked legacy
+    (util/numerics.py); native makes no promise across machines, so any record of the run will do."""
+    if mode != "portable":
+        return True
+    from .util.numerics import NUMERICS_VERSION
+
+    commit = row.get("git_commit") or ""
+    return (row.get("numerics") == "portable" and str(row.get("numerics_version")) == str(NUMERICS_VERSION)
+            and bool(commit) and not commit.endswith("-dirty") and not row.get("legacy"))
+
+
+def covers(run_id: str, needs: tuple[str, ...] = (), root: Path | str = EVIDENCE_ROOT,
+           numerics: str = "native") -> bool:
     """Whether the evidence holds this run with every key of `needs` measured (e.g. ('lambda_max',) for a run
-    whose Hessian the study reads). A run that did not complete has no Hessian and no cost to reach: its record
-    covers those keys as it is (running it again would diverge again)."""
-    out = recorded(run_id, root)
-    if out is None:
+    whose Hessian the study reads), under the study's `numerics` (matches_numerics). A run that did not complete
+    has no Hessian and no cost to reach: its record covers those keys as it is (running it again would diverge
+    again)."""
+    row = records(root).get(run_id)
+    if row is None or not matches_numerics(row, numerics):
         return False
+    out = outcome_of_record(row)
     done = out["status"] == "completed"
     return all(out.get(k) is not None for k in needs if done or k not in _COMPLETED_ONLY)
 

@@ -25,10 +25,12 @@ from .run_paths import run_dir
 from .scale import apply_scale, check_methods_act, check_scaled, experiment_targets
 from .spec import RunSpec, check_training
 from .util.names import check_name, check_relative_dir
+from .util.numerics import check_mode, of_config as numerics_of_config
 
 TOP_KEYS = {"study", "data_root", "download", "device", "threads_per_job", "training", "algorithm_params", "uplink",
             "model_params", "experiments", "tables", "figures", "tables_dir", "figures_dir", "scale", "analysis",
-            "resources", "reuse_evidence"}
+            "resources", "reuse_evidence", "numerics", "allow_dirty",
+            "findings"}  # findings: declarations read by the findings mechanism (docs), never by the expansion
 EXPERIMENT_KEYS = {"datasets", "models", "partitions", "algorithms", "seeds", "training", "description",
                    "analysis", "uplink", "missing_classes"}
 
@@ -86,7 +88,22 @@ class Study:
     @property
     def reuse_evidence(self) -> bool:
         """Whether a run recorded in the committed evidence counts as done (fedflat.recorded)."""
-        return self.config.get("reuse_evidence", True)
+        return config_bool(self.config, "reuse_evidence", True)
+
+    @property
+    def at_paper_scale(self) -> bool:
+        return self.config.get("scale", "paper") == "paper"
+
+    @property
+    def numerics(self) -> str:
+        """portable | native (util/numerics.py `of_config`: portable at paper scale unless `numerics:` says)."""
+        return numerics_of_config(self.config)
+
+    @property
+    def requires_clean(self) -> bool:
+        """Evidence runs (paper scale) refuse a modified working tree unless `allow_dirty: true`."""
+        return self.at_paper_scale and not config_bool(self.config, "allow_dirty", False)
+
 
     def outcome(self, run_id: str) -> dict:
         """The run's summary.json, or its committed record where the directory is gone (fedflat.recorded)."""
@@ -100,7 +117,7 @@ class Study:
     def unrecorded(self, run_ids, needs: tuple[str, ...] = ()) -> list[str]:
         """The runs the committed evidence does not hold with every key of `needs` measured (all of them with
         reuse_evidence off)."""
-        return [r for r in run_ids if not (self.reuse_evidence and covers(r, needs))]
+        return [r for r in run_ids if not (self.reuse_evidence and covers(r, needs, numerics=self.numerics))]
 
     def partition_path(self, pid: str) -> str:
         return f"results/partitions/{pid}.npz"
@@ -225,8 +242,10 @@ def _expand(config: dict, targets: bool = True) -> Study:
     unknown = sorted(set(config) - TOP_KEYS)
     if unknown:
         raise ConfigError(f"config: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(TOP_KEYS))}")
-    if not isinstance(config.get("reuse_evidence", True), bool):
-        raise ConfigError(f"reuse_evidence: must be true or false; got {config['reuse_evidence']!r}")
+    for key, default in (("reuse_evidence", True), ("allow_dirty", False)):
+        config_bool(config, key, default)  # one line naming the key where it is not a yes/no
+    if "numerics" in config:
+        check_mode(config["numerics"], "numerics")
     check_output_names(config)
     base_training = config.get("training") or {}
     check_training(base_training)  # name bad global keys as 'training.x'
@@ -303,6 +322,21 @@ def _expand(config: dict, targets: bool = True) -> Study:
                 kind_cls.check(study, name, entry)
             getattr(study, section)[name] = entry
     return study
+
+
+_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+
+
+def config_bool(config: dict, key: str, default: bool) -> bool:
+    """A yes/no key as users type it: YAML's true/false, or the strings `snakemake --config key=false` passes."""
+    v = config.get(key, default)
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, str) and v.strip().lower() in _TRUE + _FALSE:
+        return v.strip().lower() in _TRUE
+    if isinstance(v, int) and v in (0, 1):
+        return bool(v)
+    raise ConfigError(f"{key}: must be true or false; got {v!r}")
 
 
 def check_output_names(config: dict) -> None:

@@ -10,6 +10,8 @@ import torch
 from fedflat.algorithms import build_algorithm
 from fedflat.algorithms.base import ClientContext, ClientResult, RoundResult, ServerState
 
+from .helpers_sam import make_sim, run
+
 # f_i(w) = ½(w − a_i)ᵀA_i(w − a_i), full batch: ∇f_i(w) = A_i(w − a_i)
 A = [torch.tensor([[2.0, 0.0], [0.0, 1.0]]), torch.tensor([[1.0, 0.5], [0.5, 3.0]])]
 CENTRE = [torch.tensor([1.0, 0.0]), torch.tensor([-1.0, 2.0])]
@@ -66,3 +68,12 @@ def drive(name, hp, rounds, grad=quadratic_grad, theta0=THETA0, num_clients=2, l
 def close(x, expected, tol=1e-9):
     assert np.allclose(np.asarray(x, dtype=np.float64), np.asarray(expected, dtype=np.float64), atol=tol, rtol=0), \
         (np.asarray(x), expected)
+
+
+def same(a, a_hp, b, b_hp, tmp_path, rounds=3, **kw):
+    """Presets a and b follow the same θ trajectory through the engine (1e-12), on helpers_sam's problem."""
+    sa, *_ = make_sim(a, a_hp, tmp_path / "a", rounds=rounds, **kw)
+    sb, *_ = make_sim(b, b_hp, tmp_path / "b", rounds=rounds, **kw)
+    for x, y in zip(run(sa, rounds), run(sb, rounds)):
+        assert torch.allclose(x, y, atol=1e-12, rtol=0)
+

@@ -83,6 +83,26 @@ def test_feddyn_step_client_end_and_dual_over_active_clients_divided_by_n():
     close(srv2.state["h"], (0.1 - 0.5 * 4 / 2, 0.1 - 0.5 * 1 / 2))  # the 1/|S| variant
 
 
+def test_feddyn_sent_uploads_its_dual_increment_and_the_server_sums_what_it_receives():
+    """FedSynSAM's FedLESAM-D (Sec. VI-A, 2x): the client sends Δh_i = −α(w_K − θ) up; the server's dual moves by
+    (1/N)·Σ_S of the RECEIVED Δh_i, not by α times the received model updates (here deliberately different)."""
+    p = part("feddyn_sent", alpha=0.5)
+    c = ctx(start=(0.5, 0.0), state={"h_i": T(0.2, -0.4)})
+    close(p.adjust(c, T(1.0, 1.0), T(0.1, 0.1)), (0.15, 1.0))  # FedDyn's step, unchanged
+    up = p.client_end(c, T(1.0, 1.0))
+    close(up["dh"], (-0.25, -0.5))  # −α(w_K − θ) = −0.5·[0.5, 1]
+    close(c.state["h_i"], (-0.05, -0.9))  # h_i + Δh_i: the same h_i as feddyn's
+    srv = server(n=5, h=(0.1, 0.1))
+    # what the server received: the compressed Δh_i, not −α·(received Δ_i) (= [-0.5, -1] and [-1.5, 0.5])
+    r = rnd(client(0, (1.0, 2.0), up={"dh": T(-0.4, -1.0)}), client(1, (3.0, -1.0), up={"dh": T(-1.6, 0.6)}))
+    p.server_update(srv, r)
+    close(srv.state["h"], (0.1 - 2.0 / 5, 0.1 - 0.4 / 5))  # h + (1/N)·Σ_S received Δh_i, N = 5
+    q = part("feddyn_sent", alpha=0.5, dyn_scale="sampled")
+    srv2 = server(n=5, h=(0.1, 0.1))
+    q.server_update(srv2, r)
+    close(srv2.state["h"], (0.1 - 2.0 / 2, 0.1 - 0.4 / 2))  # the 1/|S| variant
+
+
 def test_momentum_mix_step_and_gradient_estimate_from_the_rounds_lr():
     p = part("momentum_mix", cm_alpha=0.25)
     srv = server()

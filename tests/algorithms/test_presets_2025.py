@@ -25,7 +25,7 @@ from fedflat.fl.engine import Simulation
 from fedflat.fl.hooks import BYTES_PER_FLOAT
 from fedflat.spec import RunSpec, check_training
 
-from .helpers_2025 import close, drive
+from .helpers_2025 import close, drive, same
 from .helpers_sam import ce_grad, make_sim, run
 
 
@@ -124,13 +124,6 @@ def test_the_driver_is_the_engine(tmp_path, float64, name, hp):
 
 
 # ------------------------------------------------------------------------------ reductions
-def same(a, a_hp, b, b_hp, tmp_path, rounds=3, **kw):
-    sa, *_ = make_sim(a, a_hp, tmp_path / "a", rounds=rounds, **kw)
-    sb, *_ = make_sim(b, b_hp, tmp_path / "b", rounds=rounds, **kw)
-    for x, y in zip(run(sa, rounds), run(sb, rounds)):
-        assert torch.allclose(x, y, atol=1e-12, rtol=0)
-
-
 @pytest.mark.parametrize("name,hp,base,base_hp", [
     ("fedgloss", {"server_rho": 0.0, "rho": 0.3, "alpha": 0.1}, "fedspeed", {"rho": 0.3, "alpha": 0.1}),
     ("fedgloss", {"server_rho": 0.0, "rho": 0.0, "alpha": 0.1}, "feddyn", {"alpha": 0.1}),

@@ -69,3 +69,69 @@ def test_study_validates_compressor_parameters_at_parse_time():
         load_study(_study({"kind": "quant", "bits": 99}))
     with pytest.raises(ConfigError, match=r"uplink\.kind"):
         load_study(_study({"kind": "zip"}))
+
+
+def _dual_round(tmp_path, algorithm, uplink):
+    """One round of a FedDyn-type preset; returns (sim, the raw Δh_i each client returned, what the server received
+    per client (delta, up), the server's dual before and after)."""
+    s = tiny_sim(tmp_path, algorithm=algorithm, uplink=uplink, hparams={"alpha": 0.5}, rounds=1)
+    corr = s.algo.corrections[0]
+    raw, seen = [], {}
+    end, update = corr.client_end, corr.server_update
+
+    def client_end(ctx, w):  # the part's own output, before the engine compresses it
+        out = end(ctx, w)
+        raw.append({k: v.clone() for k, v in out.items()})
+        return out
+
+    def server_update(srv, rnd):
+        seen.update(h0=srv.state["h"].clone(), clients=[(c.delta.clone(), dict(c.up)) for c in rnd.clients],
+                    cids=[c.cid for c in rnd.clients])
+        update(srv, rnd)
+        seen["h1"] = srv.state["h"].clone()
+
+    corr.client_end, corr.server_update = client_end, server_update
+    s.run()
+    return s, raw, seen
+
+
+def test_fedlesam_d_sends_its_dynamic_correction_through_the_compressor(tmp_path):
+    """FedSynSAM Sec. VI-A: FedLESAM-D's extra vector (its dynamic correction) is "transmitted with the same
+    compressor used for gradient compression". Fails if the vector is missing (bytes of one vector, no "dh"),
+    sent uncompressed (32-bit bytes, off the quantizer's grid) or not what the server's dual sums."""
+    up = {"kind": "quant", "bits": 4}
+    s, raw, seen = _dual_round(tmp_path, "fedlesam_d_up", up)
+    per_vec = math.ceil(P * 6 / 8) + 4  # 4 bits + sign and a 17-level code per value, one 32-bit norm
+    assert s.log.rows[0]["up_bytes"] == 3 * 2 * per_vec  # Δ_i and Δh_i, both quantized, for each of 3 clients
+    a = 17  # a = 2^4 + 1 levels (Eq. 3, literally)
+    total = torch.zeros(P)
+    for r, cid, (delta, got) in zip(raw, seen["cids"], seen["clients"]):
+        assert set(got) == {"dh"}
+        q, x = got["dh"], r["dh"]
+        torch.testing.assert_close(s.store.get(cid)["h_i"], x)  # raw Δh_i: the client's h_i increment (h_i⁰ = 0) ...
+        levels = q.abs() / x.norm() * a
+        assert torch.allclose(levels, levels.round(), atol=1e-4) and not torch.equal(q, x)  # ... sent quantized
+        assert not torch.allclose(q, -0.5 * delta)  # an independent draw: not α times the received update
+        total += q
+    torch.testing.assert_close(seen["h1"], seen["h0"] + total / 3)  # h + (1/N) Σ received Δh_i (N = |S| = 3)
+    # the 1x preset (FedTOGA Alg. 3; FedLESAM's code) sends one vector only
+    s1 = tiny_sim(tmp_path / "one", algorithm="fedlesam_d", uplink=up, hparams={"alpha": 0.5}, rounds=1)
+    s1.run()
+    assert s1.log.rows[0]["up_bytes"] == 3 * per_vec
+    raw_up = tiny_sim(tmp_path / "raw", algorithm="fedlesam_d_up", uplink={**up, "other_vectors": "raw"},
+                      hparams={"alpha": 0.5}, rounds=1)
+    raw_up.run()
+    assert raw_up.log.rows[0]["up_bytes"] == 3 * (per_vec + P * 4)  # the named variant: Δh_i as 32-bit floats
+
+
+def test_under_topk_the_sent_correction_is_alpha_times_the_sent_update(tmp_path):
+    """Top-k is scale-equivariant and deterministic: Q(−αΔ) = −α·Q(Δ), so under it the 2x reading moves the model
+    as the 1x preset does (to rounding) and only the bytes double."""
+    up = {"kind": "topk", "k": 0.25}
+    s, _, seen = _dual_round(tmp_path, "fedlesam_d_up", up)
+    for delta, got in seen["clients"]:
+        torch.testing.assert_close(got["dh"], -0.5 * delta)
+    s1 = tiny_sim(tmp_path / "one", algorithm="fedlesam_d", uplink=up, hparams={"alpha": 0.5}, rounds=1)
+    s1.run()
+    torch.testing.assert_close(s.srv.theta, s1.srv.theta)
+    assert s.log.rows[0]["up_bytes"] == 2 * s1.log.rows[0]["up_bytes"]

@@ -11,6 +11,9 @@ from fedflat.evidence.pages import Context
 from fedflat.evidence.records import COLUMNS
 
 REPO = Path(__file__).resolve().parents[2]
+# the v2 protocol (3 final seeds, validation-split rho = 0 twins) that the v2 blocks render: its evidence carries this
+# config as its snapshot (export.snapshot_config), so the live config's v3 changes do not move these tests
+V2_CONFIG = Path(__file__).with_name("fixtures") / "leaderboard_v2.yaml"
 
 
 def lb_row(stage, part, preset, label, lr, params, seed, acc):
@@ -25,7 +28,8 @@ def lb_row(stage, part, preset, label, lr, params, seed, acc):
 
 def lb_context(tmp_path, rows) -> Context:
     shutil.copytree(REPO / "config", tmp_path / "config")
-    (tmp_path / "results/evidence/leaderboard").mkdir(parents=True)
+    (tmp_path / "results/evidence/leaderboard/config").mkdir(parents=True)
+    shutil.copyfile(V2_CONFIG, tmp_path / "results/evidence/leaderboard/config/leaderboard.yaml")
     pd.DataFrame(rows, columns=list(COLUMNS)).to_csv(tmp_path / "results/evidence/leaderboard/runs.csv", index=False)
     return Context(root=tmp_path)
 

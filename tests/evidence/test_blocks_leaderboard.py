@@ -4,11 +4,11 @@ block waits while its stage is incomplete."""
 from fedflat.evidence import blocks_leaderboard as lb
 from fedflat.study import load_config_file
 
-from .lb_records import REPO, complete_rows, lb_context, lb_row
+from .lb_records import REPO, V2_CONFIG, complete_rows, lb_context, lb_row
 
 
 def test_choice_ablation_and_ranking_blocks_from_complete_stages(tmp_path):
-    cfg = load_config_file(REPO / "config/leaderboard.yaml")["leaderboard"]
+    cfg = load_config_file(V2_CONFIG)["leaderboard"]
     ctx = lb_context(tmp_path, complete_rows(cfg))
     text = lb.choice(ctx)
     assert "not complete" not in text
@@ -50,7 +50,9 @@ def test_choice_ablation_and_ranking_blocks_from_complete_stages(tmp_path):
 
 def test_blocks_wait_for_an_incomplete_stage(tmp_path):
     ctx = lb_context(tmp_path, [lb_row("cont", "iid", "fedsam", "FedSAM", 0.1, {"rho": 0.05}, 0, 80.0)])
-    assert lb.choice(ctx).startswith("The continuation is not complete in the evidence (1 of 330")
+    cfg = load_config_file(V2_CONFIG)["leaderboard"]
+    cells = len(cfg["methods"]) * cfg["tuning"]["continuation"]["cells"] * len(cfg["partitions"])
+    assert lb.choice(ctx).startswith(f"The continuation is not complete in the evidence (1 of {cells}")
     assert lb.ablation(ctx).startswith("The ablation stage is not complete in the evidence (0 runs; how many")
     assert lb.top(ctx).startswith("The final stage is not complete in the evidence (0 runs; how many")
 
@@ -58,7 +60,7 @@ def test_blocks_wait_for_an_incomplete_stage(tmp_path):
 def test_ranking_waits_for_the_last_final_run(tmp_path):
     """A partial final stage never renders a partial ranking: one missing run of 3 x 164 keeps every
     final-stage block waiting, with the count."""
-    cfg = load_config_file(REPO / "config/leaderboard.yaml")["leaderboard"]
+    cfg = load_config_file(V2_CONFIG)["leaderboard"]
     ctx = lb_context(tmp_path, complete_rows(cfg, drop_final=1))
     n = (len(cfg["methods"]) * len(cfg["partitions"]) - 1) * len(cfg["seeds"])
     assert lb.top(ctx).startswith(f"The final stage is not complete in the evidence ({n - 1} of {n} runs)")

@@ -29,6 +29,10 @@ def test_the_lr_below_the_grid_is_the_cause_only_when_the_grid_bottom_comes_down
     assert lr_verdict(cells, 73.57).startswith("measured: not the cause")
     # stage E's lr itself within 2 points: nothing to explain
     assert lr_verdict(cells, 87.0).startswith("no gap to explain")
+    # lr 0.01 far BELOW the paper's cell (the gap changes side): v2's "at most 2 points above" took it as closing
+    far = _by(experiment_cells(_runs("colgrid_A_q8_duals", [(0.5, v, a) for v, a in
+                                                             zip(LR_GRID, (88.0, 50.0, 40.0))]), "colgrid_A_q8_duals"), 2)
+    assert lr_verdict(far, 78.57).startswith("not closing: at lr 0.01 more than 2 points below")
     # a seed missing: the verdict waits
     partial = experiment_cells(_runs("colgrid_A_q8_duals", [(0.5, 0.001, 88.0)]).iloc[:-1], "colgrid_A_q8_duals")
     assert lr_verdict(_by(partial, 2), 78.57) == "waits for its runs"

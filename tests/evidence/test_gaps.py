@@ -45,9 +45,12 @@ def test_a_cell_shared_by_two_targets_is_one_gap_naming_both():
 
 
 @pytest.mark.parametrize("body, key", [
-    ("causes: {a: {status: measured, says: x, anchor: y}}\n", "causes.a: missing diagnostic"),
-    ("causes: {a: {status: guessed, says: x, anchor: y, diagnostic: z}}\n", "causes.a.status: 'guessed'"),
-    ("causes: {a: {status: measured, says: x, anchor: y, diagnostic: z}}\ngaps: [{target: t, cause: b}]\n",
+    ("causes: {a: {status: measured, reason: r, says: x, anchor: y}}\n", "causes.a: missing diagnostic"),
+    ("causes: {a: {status: measured, says: x, anchor: y, diagnostic: z}}\n", "causes.a: missing reason"),
+    ("causes: {a: {status: guessed, reason: r, says: x, anchor: y, diagnostic: z}}\n", "causes.a.status: 'guessed'"),
+    ("causes: {a: {status: hypothesis, reason: r, says: x, anchor: y, diagnostic: z}}\n",
+     "causes.a.status: 'hypothesis'"),  # v2's label: a named candidate is not a cause (issue 48)
+    ("causes: {a: {status: measured, reason: r, says: x, anchor: y, diagnostic: z}}\ngaps: [{target: t, cause: b}]\n",
      "gaps[0].cause: 'b'"),
 ])
 def test_a_bad_cause_file_is_refused_in_one_line_naming_the_key(tmp_path, body, key):
@@ -82,10 +85,20 @@ def test_the_drift_check_fails_for_a_gap_without_a_cause(tmp_path):
     assert any(r["cause"] is None and r["target"] == "table1_hessian" for r in rows)
 
 
-def test_a_cause_whose_candidates_were_ruled_out_says_so(tmp_path):
-    from fedflat.evidence.gaps import VERB
+def test_a_cause_is_labelled_by_how_it_was_established(tmp_path):
+    from fedflat.evidence.gaps import LABEL, STATUSES
 
     f = tmp_path / "gaps.yaml"
-    f.write_text("causes: {a: {status: unexplained, says: x, anchor: y, diagnostic: z}}\ngaps: [{target: t, cause: a}]\n")
+    f.write_text("causes: {a: {status: post_hoc, reason: 'Designed after.', says: x, anchor: y, diagnostic: z}}\n"
+                 "gaps: [{target: t, cause: a}]\n")
     causes, _ = load_causes(f)
-    assert causes["a"].status == "unexplained" and VERB["unexplained"] == "Candidates ruled out"
+    assert causes["a"].status == "post_hoc" and causes["a"].reason == "Designed after."
+    assert STATUSES == ("measured", "post_hoc", "inconclusive", "unexplained") and LABEL["post_hoc"] == "post hoc"
+
+
+def test_every_committed_cause_has_one_plain_sentence_for_its_label():
+    causes, _ = load_causes(REPO / "config/papers/gaps/fedsynsam.yaml")
+    for c in causes.values():
+        assert c.reason.endswith(".") and not re.search(r"\. [A-Z]", c.reason), c.name  # one sentence
+    # issue 48: seed spread is inconclusive, never a measured cause
+    assert causes["within_seed_spread"].status == "inconclusive"

@@ -13,7 +13,7 @@ from fedflat.evidence import lbclaims
 from fedflat.evidence.atlas import paper_study
 from fedflat.study import load_config_file
 
-from .lb_records import REPO, complete_rows, lb_context
+from .lb_records import REPO, V2_CONFIG, complete_rows, lb_context
 
 
 def _cell(acc, ok=True):
@@ -48,7 +48,7 @@ def test_a_missing_table_is_named():
 
 
 def test_claims_block_from_complete_stages(tmp_path):
-    cfg = load_config_file(REPO / "config/leaderboard.yaml")["leaderboard"]
+    cfg = load_config_file(V2_CONFIG)["leaderboard"]
     # FedNSAM 5 points above everyone (seed spread 1); FedSOL 5 below; the rest level
     acc = {"fednsam": 90.0, "fedsol": 80.0}
     ctx = lb_context(tmp_path, complete_rows(cfg, final_acc=lambda preset, part, seed: acc.get(preset, 85.0) + seed))
@@ -67,5 +67,5 @@ def test_claims_block_from_complete_stages(tmp_path):
 
 
 def test_claims_block_waits_for_the_final_stage(tmp_path):
-    cfg = load_config_file(REPO / "config/leaderboard.yaml")["leaderboard"]
+    cfg = load_config_file(V2_CONFIG)["leaderboard"]
     assert "not complete" in lb.claims(lb_context(tmp_path, complete_rows(cfg, drop_final=1)))

@@ -9,7 +9,7 @@ from fedflat.evidence import blocks_leaderboard as lb
 from fedflat.evidence import lbv1
 from fedflat.study import load_config_file
 
-from .lb_records import REPO, complete_rows, lb_context, lb_row
+from .lb_records import REPO, V2_CONFIG, complete_rows, lb_context, lb_row
 
 V1 = REPO / "results/evidence/leaderboard_v1"
 
@@ -26,12 +26,12 @@ def test_the_transcription_gives_v1s_published_mean_ranks():
         assert mean[label] == pytest.approx(value, abs=0.051), label
     assert len(v1) == 3 * v1["preset"].nunique() == 63
     methods = pd.read_csv(V1 / "ranked_methods.csv")["preset"]
-    cfg = load_config_file(REPO / "config/leaderboard.yaml")["leaderboard"]
+    cfg = load_config_file(V2_CONFIG)["leaderboard"]
     assert len(methods) == 50 and set(methods) <= set(cfg["methods"]) and set(v1["preset"]) <= set(methods)
 
 
 def _context(tmp_path):
-    cfg = load_config_file(REPO / "config/leaderboard.yaml")["leaderboard"]
+    cfg = load_config_file(V2_CONFIG)["leaderboard"]
     order = sorted(cfg["methods"])
     # a distinct mean per method: the later in alphabetical order, the higher
     rows = complete_rows(cfg, final_acc=lambda preset, part, seed: 80.0 + 0.1 * order.index(preset) + 0.01 * seed)
@@ -71,7 +71,7 @@ def test_moves_rank_v2_among_v1s_methods_and_mark_why(tmp_path):
 
 
 def test_the_comparison_waits_for_the_final_stage(tmp_path):
-    cfg = load_config_file(REPO / "config/leaderboard.yaml")["leaderboard"]
+    cfg = load_config_file(V2_CONFIG)["leaderboard"]
     ctx = lb_context(tmp_path, complete_rows(cfg, drop_final=1))
     shutil.copytree(V1, tmp_path / "results/evidence/leaderboard_v1")
     assert lb.v1(ctx).startswith("The final stage is not complete in the evidence")

@@ -23,7 +23,7 @@ CHECKPOINTS = EV.dir / "checkpoints"
 def state():
     if not (CHECKPOINTS / "tuning_choice.json").exists():
         pytest.skip("no committed choice yet")  # the evidence of a leaderboard whose continuation has not run
-    lb = load_config_file(REPO / "config/leaderboard.yaml")["leaderboard"]
+    lb = load_config_file(REPO / "results/evidence/leaderboard/config/leaderboard.yaml")["leaderboard"]  # its snapshot
     return EV.runs(), json.loads((CHECKPOINTS / "tuning_choice.json").read_text()), lb
 
 

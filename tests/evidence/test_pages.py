@@ -82,3 +82,26 @@ def test_an_embedded_table_title_does_not_open_a_second_top_level_heading():
         "#### Table II (A): Diagnostic\n\n| a |\n#### not a title"
     for page in list(PAGES) + ["docs/atlas.md"]:
         assert len(_top_headings((REPO / page).read_text())) == 1, page
+
+
+def test_a_method_added_to_the_live_config_only_shows_as_not_yet_run(copy, tmp_path):
+    """The pages render against the config snapshot committed with the evidence (export.snapshot_config): a preset
+    added to config/leaderboard.yaml before its runs exist changes no committed block but the status line that
+    names it as not yet run (issue 47: adding a method broke the pages and deleted the published ranking)."""
+    import yaml
+
+    from fedflat.evidence.pages import render_all
+
+    added = tmp_path / "added"
+    shutil.copytree(copy, added)
+    before = render_all(Context(root=added))
+    live = added / "config/leaderboard.yaml"
+    cfg = yaml.safe_load(live.read_text())
+    cfg["leaderboard"]["methods"]["fednew"] = {"rho": [0.0, 0.01, 0.02, 0.05]}
+    live.write_text(yaml.safe_dump(cfg))
+    after = render_all(Context(root=added))
+    for page in before:
+        old, new = before[page].splitlines(), after[page].splitlines()
+        changed = [(a, b) for a, b in zip(old, new) if a != b]
+        assert len(old) == len(new) and all(b.startswith("Not yet run") and "fednew" in b for _, b in changed)
+    assert any(before[p] != after[p] for p in before)  # the status names it

@@ -89,11 +89,38 @@ def test_a_run_neither_on_disk_nor_recorded_is_named(study):
         read_outcome(study.run_dir(rid), rid)
 
 
-def test_reuse_evidence_must_be_a_boolean():
+def test_reuse_evidence_takes_what_users_type_and_nothing_else():
+    """`snakemake --config reuse_evidence=false` passes the string 'false' (the README's re-run command)."""
     from fedflat.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="reuse_evidence: must be true or false"):
-        load_study(_config(reuse_evidence="no"))
+    for typed, want in (("false", False), ("False", False), ("no", False), ("true", True), (False, False), (1, True)):
+        assert load_study(_config(reuse_evidence=typed)).reuse_evidence is want, typed
+    for bad in ("maybe", 2, [True]):
+        with pytest.raises(ConfigError, match="reuse_evidence: must be true or false"):
+            load_study(_config(reuse_evidence=bad))
+
+
+def test_a_portable_study_reuses_only_portable_records_of_todays_numerics_version(study):
+    """A native record, one of another numerics version, a dirty one or one marked legacy never stands for a run of
+    a portable study; a native study (no promise across machines) reuses any record of the run."""
+    import pandas as pd
+
+    from fedflat.util.numerics import NUMERICS_VERSION
+
+    export_study(study)
+    shutil.rmtree("results/runs")
+    rid = sorted(study.runs)[0]
+    assert covers(rid, numerics="portable") and covers(rid, numerics="native")
+    path = Path("results/evidence/g/runs.csv")
+    good = pd.read_csv(path, dtype=str, keep_default_na=False)
+    for col, value in (("numerics", "native"), ("numerics_version", str(NUMERICS_VERSION + 1)),
+                       ("git_commit", "abc123-dirty"), ("legacy", "made from a modified working tree")):
+        bad = good.copy()
+        bad.loc[bad["run_id"] == rid, col] = value
+        bad.to_csv(path, index=False)
+        assert not covers(rid, numerics="portable"), col
+        assert covers(rid, numerics="native"), col
+        assert study.numerics == "portable" and rid in study.unrecorded([rid])
 
 
 def test_a_table_of_analysis_values_reads_the_records_the_evidence_keeps(tmp_path, monkeypatch):

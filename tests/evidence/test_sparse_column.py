@@ -35,9 +35,12 @@ def test_the_columns_own_lr_closes_the_shortfall_and_error_feedback_does_not():
     assert said == "measured: the column's own lr closes it (lr 0.5); error feedback does not close it"
 
 
-def test_error_feedback_closes_the_shortfall_and_a_score_above_the_paper_counts():
-    said = _verdict(_runs(lambda s, seed: {0.05: 70.0, 0.1: 74.0, 0.5: None, "on": 90.0}[s]))
+def test_error_feedback_closes_the_shortfall_only_within_2_points_of_the_paper():
+    said = _verdict(_runs(lambda s, seed: {0.05: 70.0, 0.1: 74.0, 0.5: None, "on": PAPER + 1.5}[s]))
     assert said == "measured: the column's own lr does not close it; error feedback closes it"
+    said = _verdict(_runs(lambda s, seed: {0.05: 70.0, 0.1: 74.0, 0.5: None, "on": 90.0}[s]))  # far above the paper
+    assert said == ("measured: the column's own lr does not close it; error feedback overshoots it (more than 2 points "
+                    "above the paper: not closing)")
 
 
 def test_no_validation_shortfall_leaves_nothing_to_explain():

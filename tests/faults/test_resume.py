@@ -2,6 +2,7 @@
 metrics and model of an uninterrupted run (CPU, deterministic)."""
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import time
@@ -51,6 +52,10 @@ def _resume_matches(spec, partition_file, tmp_path, kills=(0.0, 0.05)):
     assert metrics_rows(run / "metrics.csv") == metrics_rows(ref / "metrics.csv")
     a, b = torch.load(ref / "model.pt"), torch.load(run / "model.pt")
     assert torch.equal(a["theta"], b["theta"])
+    # the run says it resumed, and from which checkpoint rounds (the evidence record's resumed_from)
+    resumed = json.loads((run / "summary.json").read_text())["resumed_from"]
+    assert len(resumed) == len(kills) and all(t % LONG["checkpoint_every"] == 0 for t in resumed), resumed
+    assert json.loads((ref / "summary.json").read_text())["resumed_from"] == []
     return run
 
 

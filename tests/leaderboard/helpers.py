@@ -6,6 +6,8 @@ import numpy as np
 import pandas as pd
 
 from fedflat.study import load_config_file
+from fedflat.util.numerics import of_config as numerics_of_config
+from tests.evidence.helpers import environment
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -47,5 +49,7 @@ def write_final_run(d: Path, spec, acc: float | None, seed: int):
     (d / "summary.json").write_text(json.dumps({
         "status": "completed" if ok else "diverged", "final_acc": a, "last10_acc": a, "rounds_completed": rounds,
         "wall_time": 12.0 if ok else 1.0, "grad_evals_per_step": 2 if spec.algorithm == "fedsam" else 1}))
+    (d / "config.json").write_text(json.dumps({"spec": spec.to_dict(), "run_id": spec.run_id(), "backend": "eager",
+                                               "environment": environment(numerics=numerics_of_config({"scale": "tiny"}))}))
     lam = {"fedavg": 9.0, "fedsam": 3.0, "fednsam": 5.0}[spec.algorithm]
     (d / "hessian.json").write_text(json.dumps({"lambda_max": blowup * lam, "trace": blowup * 100.0}))

@@ -63,3 +63,19 @@ def test_tiny_leaderboard_through_snakemake(tmp_path):
     _check_outputs(tmp_path)
     again = subprocess.run(cmd + ["-n"], capture_output=True, text=True)
     assert "Nothing to be done" in again.stdout + again.stderr
+    # one final run asked for by its path in a new process: known from the choice file, re-run alone
+    choice = json.loads((tmp_path / "results/leaderboard/tuning_choice.json").read_text())
+    study = load_study(yaml.safe_load(cfg.read_text()))
+    study.choice = lambda: choice
+    from fedflat.leaderboard.flow import final_experiments
+
+    rid = final_experiments(study)["dir0.1"][0][0]
+    target = tmp_path / f"results/runs/{rid}/summary.json"
+    before = json.loads(target.read_text())
+    target.unlink()
+    one = subprocess.run(cmd + ["--cores", "1", f"results/runs/{rid}/summary.json"], capture_output=True, text=True)
+    assert one.returncode == 0, one.stderr[-3000:]
+    assert json.loads(target.read_text())["final_acc"] == before["final_acc"]  # the same run, bit for bit
+    bad = subprocess.run(cmd + ["--cores", "1", "results/runs/fmnist/iid/x/fedavg/0000000000/seed0/summary.json"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "no run of study" in bad.stderr.strip().splitlines()[-1]

@@ -82,13 +82,16 @@ def test_each_partition_picks_its_own_cell_and_never_a_diverged_one(study):
     # FedSAM on Dir(0.1), whose pick already has rho = 0, and none for FedAvg (no radius)
     got = {(part, study.runs[r].algorithm) for part, e in abl.items() for r, _ in e}
     assert got == {(p, "fednsam") for p in ("iid", "dir0.3", "dir0.1")} | {("iid", "fedsam"), ("dir0.3", "fedsam")}
-    for e in abl.values():
-        for r, _ in e:
+    for part, e in abl.items():
+        for r, lab in e:  # v3: the twins run as the finals do (test split, the final seeds), paired with the pick's
             s = study.runs[r]
-            assert s.hparams["rho"] == 0.0 and s.training["holdout"] == 0.1 and s.training["rounds"] == 20
+            assert s.hparams["rho"] == 0.0 and s.training["holdout"] == 0.0 and s.training["rounds"] == 20
+            mate = next(study.runs[f] for f, fl in finals[part] if fl["preset"] == lab["preset"] and fl["seed"] == lab["seed"])
+            assert mate.training["lr"] == s.training["lr"] and mate.partition_id() == s.partition_id()
+        assert sorted({lab["seed"] for _, lab in e}) == [0, 1]
     sam_iid = next(study.runs[r] for r, _ in abl["iid"] if study.runs[r].algorithm == "fedsam")
-    # the ablation of FedSAM's IID pick is the continuation's rho = 0 cell at the same lr: one run, not two
-    assert sam_iid.run_id() in {r for r, _ in continuation_experiments(study)["iid"]}
+    # never the continuation's validation run of the same cell (v2's selection-biased twin)
+    assert sam_iid.run_id() not in {r for r, _ in continuation_experiments(study)["iid"]}
 
 
 def test_the_table_ranks_diverged_methods_below_and_reports_the_ablation(study, tmp_path):

@@ -270,7 +270,7 @@ def test_fedsagd_local_work_is_in_the_papers_epochs(scale, expected):
         assert got == want, e
 
 
-NOT_STUDIES = ("papers/settings/", "papers/gaps/")  # per-paper settings and gap causes: read by code, not Snakemake
+NOT_STUDIES = ("papers/settings/", "papers/gaps/", "papers/deviations/")  # settings, gap causes, deviations: read by code, not Snakemake
 STUDY_CONFIGS = sorted(p.relative_to(ROOT / "config").as_posix() for p in (ROOT / "config").rglob("*.yaml")
                        if not p.relative_to(ROOT / "config").as_posix().startswith(NOT_STUDIES))
 

@@ -38,7 +38,8 @@ preset("feddamp", "FedDamp", "sam", "damped_mean", "docs/extending.md (example)"
 '''
 
 RUN = '''
-import json, sys
+import json, os, sys
+os.environ["FEDFLAT_NUMERICS"] = "portable"  # a study at paper scale runs portable: pinned before torch loads
 from fedflat import plugins  # noqa: F401
 from fedflat.build import build
 from fedflat.study import load_study

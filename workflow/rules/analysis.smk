@@ -36,7 +36,7 @@ rule hessian:
     resources:
         gpu=1 if USES_GPU else 0,
     shell:
-        "{PY} -m fedflat.analysis hessian --run-dir {params.run_dir} --out {output} --params {params.p:q} "
+        "{PY} -m fedflat.analysis hessian --numerics {NUMERICS} --run-dir {params.run_dir} --out {output} --params {params.p:q} "
         "--data-root {DATA_ROOT} --device {DEVICE} {DOWNLOAD} --threads {threads} 2> {log}"
 
 
@@ -66,7 +66,7 @@ rule hessian_snapshot:
     resources:
         gpu=1 if USES_GPU else 0,
     shell:
-        "{PY} -m fedflat.analysis hessian --run-dir {params.run_dir} --out {output} --params {params.p:q} "
+        "{PY} -m fedflat.analysis hessian --numerics {NUMERICS} --run-dir {params.run_dir} --out {output} --params {params.p:q} "
         "--data-root {DATA_ROOT} --device {DEVICE} {DOWNLOAD} --threads {threads} 2> {log}"
 
 
@@ -86,14 +86,14 @@ rule landscape:
     resources:
         gpu=1 if USES_GPU else 0,
     shell:
-        "{PY} -m fedflat.analysis landscape --dims {wildcards.dims} --run-dir {params.run_dir} --out {output} "
+        "{PY} -m fedflat.analysis landscape --numerics {NUMERICS} --dims {wildcards.dims} --run-dir {params.run_dir} --out {output} "
         "--params {params.p:q} --data-root {DATA_ROOT} --device {DEVICE} {DOWNLOAD} --threads {threads} 2> {log}"
 
 
 rule stability:
     input:
         model="results/runs/{run}/model.pt",
-        partition=lambda wc: ancient(STUDY.partition_path(STUDY.runs[wc.run].partition_id())),  # as in train.smk
+        partition=lambda wc: ancient(STUDY.partition_path(_spec(wc.run).partition_id())),  # as in train.smk
     output:
         json="results/runs/{run}/stability.json",
         partition="results/runs/{run}/stability_partition.npz",
@@ -108,6 +108,6 @@ rule stability:
         gpu=1 if USES_GPU else 0,
         runtime=RES.get("train_runtime_min", 120),
     shell:
-        "{PY} -m fedflat.analysis stability --run-dir {params.run_dir} --partition {input.partition} "
+        "{PY} -m fedflat.analysis stability --numerics {NUMERICS} --run-dir {params.run_dir} --partition {input.partition} "
         "--out {output.json} --params {params.p:q} --data-root {DATA_ROOT} --device {DEVICE} {DOWNLOAD} "
         "--threads {threads} 2> {log}"

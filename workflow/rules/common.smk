@@ -39,8 +39,20 @@ DOWNLOAD = "--download" if config.get("download", False) else ""
 THREADS = int(config.get("threads_per_job", 1))
 RES = config.get("resources", {}) or {}
 USES_GPU = config.get("device", "cpu") != "cpu"
+NUMERICS = STUDY.numerics  # portable | native (validated): the kernel settings of every training and analysis job
+CLEAN = "--require-clean" if STUDY.requires_clean else ""  # paper scale: no run from a modified working tree
 
 
 def shell_quoted(values: dict) -> dict:
     """A rule's params with every string shell-quoted (identical for plain names: no params-triggered rerun)."""
     return {k: shlex.quote(v) if isinstance(v, str) else v for k, v in values.items()}
+
+
+def _spec(run):
+    """The run's spec; a run this study does not hold (a typo, or a leaderboard stage whose checkpoint file is not
+    here yet) is one line naming it, not a KeyError while the DAG is built."""
+    if run not in STUDY.runs:
+        _die(f"results/runs/{run}: no run of study {config.get('study')!r} has this id"
+             + (" (a leaderboard final or ablation run is known once its stage's choice file exists: run "
+                "`snakemake leaderboard_runs` first)" if STUDY.leaderboard is not None else ""))
+    return STUDY.runs[run]

@@ -10,7 +10,7 @@ rule evidence:
     run:
         from fedflat.evidence.export import export_study
 
-        n = export_study(STUDY)
+        n = export_study(STUDY, config_path=workflow.configfiles[-1] if workflow.configfiles else None)
         print(f"evidence of {config.get('study')}: {n}")
 
 

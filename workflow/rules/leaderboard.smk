@@ -4,8 +4,12 @@
 # the choice reads the screen (src/fedflat/leaderboard/flow.py). Inert for every other study.
 if STUDY.leaderboard is not None:
     from fedflat.leaderboard.flow import (choice_inputs as _lb_choice_inputs, choice_path as _lb_choice_path,
-                                          evidence_gaps as _lb_evidence_gaps,
+                                          evidence_gaps as _lb_evidence_gaps, register_known_stages,
                                           screen_path as _lb_screen_path, tuning_inputs as _lb_tuning_inputs)
+
+    # the stages whose checkpoint file exists are known now: a final or ablation run asked for by its path
+    # (`snakemake results/runs/<id>/summary.json`) is found without first evaluating a checkpoint
+    register_known_stages(STUDY)
 
     # `snakemake leaderboard_runs`: only the runs the committed evidence lacks (a session's share of the work;
     # export its evidence before the machine goes). The table and figures still read run directories.

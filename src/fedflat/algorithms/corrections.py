@@ -146,6 +146,32 @@ class FedDynCorrection(Correction):
         srv.state["h"].sub_(_sum_over_sampled(rnd, lambda c: c.delta), alpha=self.alpha / n)
 
 
+@CORRECTIONS.register("feddyn_sent")
+class FedDynSentCorrection(FedDynCorrection):
+    """FedDyn whose dynamic correction is sent up as a second uplink vector: FedSynSAM Sec. VI-A counts FedLESAM-D
+    as 2x uplink ("extra uplink communication overhead of transmitting the control variate or the dynamic
+    correction is required in ... FedLESAM-D"), "transmitted with the same compressor used for gradient
+    compression". The correction sent is the client's dual increment, and the server's dual sums what it receives:
+        client end: Δh_i = h_i⁺ − h_i = −α(w_K − θ), uplink "dh" (compressed by the engine, Simulation.send_up)
+        server:     h ← h + (1/N) Σ_{i∈S} Q(Δh_i)
+    Uncompressed this is FedDyn's dual exactly (h − α(1/N)Σ_S Δ_i, Acar et al. Alg. 1); under a compressor the dual
+    moves by the received correction, not by α times the received model update. The client's own h_i keeps its
+    exact increment (it knows it). The local step and the server's θ are FedDyn's (`feddyn`), so the fused step
+    applies unchanged. Why the increment and not h_i itself: the server's h is a running sum of increments, and
+    sending h_i would need the server to hold every client's h_i to keep it (FedLESAM's code keeps them there)."""
+
+    name = "feddyn_sent"
+
+    def client_end(self, ctx, w):
+        dh = -self.alpha * (w - ctx.start)
+        ctx.state["h_i"] = ctx.state["h_i"] + dh
+        return {"dh": dh}
+
+    def server_update(self, srv, rnd):
+        n = srv.num_clients if self.dyn_scale == "num_clients" else len(rnd.clients)
+        srv.state["h"].add_(_sum_over_sampled(rnd, lambda c: c.up["dh"]), alpha=1.0 / n)
+
+
 # ------------------------------------------------------------------------------- FedCM / MoFedSAM
 @CORRECTIONS.register("momentum_mix")
 class MomentumMixCorrection(Correction):

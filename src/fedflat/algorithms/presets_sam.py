@@ -42,6 +42,12 @@ preset("fedlesam_s", "FedLESAM-S", "stale_direction", "mean",
 preset("fedlesam_d", "FedLESAM-D", "stale_direction", "feddyn",
        "Fan et al. 2024; FedTOGA App. A Alg. 3 (FedLESAM on FedDyn)",
        corrections=("feddyn",), defaults={"rho": 0.1, "alpha": 0.1})
+# FedSynSAM's FedLESAM-D (Sec. VI-A, Table II "2x"): the same update, with its dynamic correction sent up and
+# compressed like the model update (a separate preset, so the run ids of every fedlesam_d run stay what they were)
+preset("fedlesam_d_up", "FedLESAM-D", "stale_direction", "feddyn",
+       "FedSynSAM Sec. VI-A / Table II (FedLESAM-D, 2x uplink: its dynamic correction sent with the same compressor); "
+       "Fan et al. 2024; FedTOGA App. A Alg. 3",
+       corrections=("feddyn_sent",), defaults={"rho": 0.1, "alpha": 0.1})
 
 # --------------------------------------------------------------------------- FedNSAM variants
 preset("fednsam_s", "FedNSAM-S", "momentum_direction", "momentum",
@@ -84,6 +90,7 @@ preset("moon", "MOON", "none", "mean",
        corrections=("moon",))
 
 SAM_PRESETS = ("fedasam", "mofedsam", "fedgamma", "fedspeed", "fedsmoo", "fedlesam", "fedlesam_s", "fedlesam_d",
+               "fedlesam_d_up",
                "fednsam_s", "fednsam_d", "fedavg_nesterov", "fedsam_nesterov", "fednsam_no_nesterov",
                "fednsam_no_nesterov_m", "fedsol", "fedsol_fixed", "fedtoga", "fedntd", "moon")
 assert all(n in PRESETS for n in SAM_PRESETS)

@@ -43,6 +43,10 @@ RHO0: dict[str, Reduction] = {
     "fednsam": Reduction("fedavg_nesterov", ("lam",)),
     "fednsam_no_nesterov_m": Reduction("fedavgm", ("lam",)),
     "fedgloss": Reduction("feddyn", ("alpha",), MappingProxyType({"server_rho": 0.0})),
+    # FedGF pulls the SAM point toward w̃ by c even at rho = 0: FedAvg only with c = 0 throughout (W = 0)
+    "fedgf": Reduction("fedavg", when=MappingProxyType({"gf_window": 0})),
+    # FedSCAM reweights the aggregation by gamma and beta whatever rho is
+    "fedscam": Reduction("fedavg", when=MappingProxyType({"scam_gamma": 0.0, "scam_beta": 0.0})),
 }
 
 

@@ -11,17 +11,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from ..util.numerics import ENV_VAR, MODES
+
 
 def _setup(a):
     import torch
 
-    if a.threads:
+    from ..util import numerics
+
+    numerics.require(a.numerics)  # portable: this process pinned its kernels before torch loaded (__main__)
+    if a.threads and a.numerics != "portable":  # portable: one thread
         torch.set_num_threads(a.threads)
 
 
@@ -192,6 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--device", default="cpu")
         p.add_argument("--download", action="store_true")
         p.add_argument("--threads", type=int, default=0)
+        p.add_argument("--numerics", choices=MODES, default=os.environ.get(ENV_VAR) or "native",
+                       help="kernel settings (util/numerics.py); `python -m fedflat.analysis` applies them before torch loads")
         if name == "landscape":
             p.add_argument("--dims", type=int, choices=(1, 2), default=2)
         if name == "stability":

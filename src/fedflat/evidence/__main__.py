@@ -23,6 +23,8 @@ def main(argv=None) -> int:
     ex.add_argument("config")
     ex.add_argument("--scale", default=None)
     ex.add_argument("--prune", action="store_true", help="drop records of runs absent from this results/ tree")
+    ex.add_argument("--keep-legacy", action="store_true", help="keep records that cannot be regenerated (a modified "
+                    "tree, no commit, other numerics), marked legacy in the `legacy` column, instead of refusing them")
     pg = sub.add_parser("pages", help="render the result pages from the evidence")
     pg.add_argument("--check", action="store_true", help="exit 1 if a page differs from what the evidence renders")
     tr = sub.add_parser("trace", help="the runs behind one table cell")
@@ -41,11 +43,12 @@ def main(argv=None) -> int:
             cfg = load_config_file(a.config)
             if a.scale:
                 cfg["scale"] = a.scale
-            n = export_study(load_study(cfg), prune=a.prune)
+            n = export_study(load_study(cfg), prune=a.prune, keep_legacy=a.keep_legacy, config_path=a.config)
             print(f"{cfg.get('study')}: {n['runs']} run records ({n['new']} new), {n['cells']} cells, "
                   f"{n['tables']} table files, {n['figures']} figures"
                   + (f"; {n['superseded']} records of runs no experiment lists any more moved to superseded.csv"
-                     if n["superseded"] else ""))
+                     if n["superseded"] else "")
+                  + (f"; {n['legacy']} records kept marked legacy (not regenerable)" if n["legacy"] else ""))
         elif a.cmd == "pages":
             from .pages import drift, write
 

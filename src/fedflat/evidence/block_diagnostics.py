@@ -5,18 +5,19 @@ They select nothing: the catalog keeps its settings whatever they show.
 
 readings_B: FedGAMMA and FedLESAM-D at the catalog's radius and lr under each reading of their second uplink vector,
 Q4 (standing for the Q columns), Top-k 0.1 and Top-k 0.25. The reading is a measured cause for a (method,
-family) when raw or error_feedback scores within 2 points of the paper's cell or above it while compress (the
-catalog's reading) lies more than 2 below; where no reading comes within 2 points, the reading is measured not to be
+family) when raw or error_feedback scores within 2 points of the paper's cell while compress (the catalog's reading)
+lies more than 2 below (v2's rule said "or above it"; a score more than 2 points above the paper overshoots and closes
+nothing, issue 48); where no reading comes within 2 points, the reading is measured not to be
 the whole cause.
 edge_<block>_q4: one setting per method beside the catalog's, Q4 (block B: FedGAMMA at radius 0.1, FedLESAM-D at lr
 0.001; block C: FedGAMMA at radius 0.1). The changed setting is a measured cause when it scores within 2 points of
-the paper's Q4 cell or above while the catalog's lies more than 2 below."""
+the paper's Q4 cell (not above it by more) while the catalog's lies more than 2 below."""
 from __future__ import annotations
 
 import re
 
-from .readings import (READINGS, SEEDS, STUDY, cell_mean, coinciding, complete, fmt_cell, near, published_cells,
-                       setting_cells, stage_cells)
+from .readings import (READINGS, SEEDS, STUDY, cell_mean, closes, coinciding, complete, fmt_cell, no_shortfall,
+                       overshoots, published_cells, setting_cells, stage_cells)
 
 METHODS = ("FedGAMMA", "FedLESAM-D")
 FAMILIES = {"q4": "Q4", "k10": "Top-k 0.1", "k25": "Top-k 0.25"}
@@ -35,13 +36,17 @@ def reading_verdict(cells: dict, method: str, family: str, paper: float, coincid
     scores = {rd: cell_mean(cells.get((method, family, rd))) for rd in READINGS}
     if not complete(*(cells.get((method, family, rd)) for rd in READINGS)):
         return "waits for its runs"
-    if near(scores["compress"], paper):
+    if no_shortfall(scores["compress"], paper):
         return "no shortfall to explain: the catalog's reading lies within 2 points or above"
     if coincide:
         return "measured: not the cause (the readings coincide: none can act)"
-    closing = [rd for rd in READINGS[1:] if near(scores[rd], paper)]
+    closing = [rd for rd in READINGS[1:] if closes(scores[rd], paper)]
     if closing:
         return "measured: the reading (" + " and ".join(f"`{rd}`" for rd in closing) + " within 2 points)"
+    over = [rd for rd in READINGS[1:] if overshoots(scores[rd], paper)]
+    if over:
+        return ("not closing: " + " and ".join(f"`{rd}`" for rd in over) + (" overshoot" if len(over) > 1 else
+                " overshoots") + " the paper by more than 2 points, no reading lands within 2")
     return "measured: not the whole cause (no reading within 2 points)"
 
 
@@ -55,10 +60,12 @@ def edge_verdict(cells: dict, method: str, paper: float, blk: str = "B") -> str:
     base, cand = cells.get((method, r0, l0)), cells.get((method, r1, l1))
     if not complete(base, cand):
         return "waits for its runs"
-    if near(cell_mean(base), paper):
+    if no_shortfall(cell_mean(base), paper):
         return "no shortfall to explain: the catalog's setting lies within 2 points or above"
-    if near(cell_mean(cand), paper):
+    if closes(cell_mean(cand), paper):
         return f"measured: {what} closes the shortfall"
+    if overshoots(cell_mean(cand), paper):
+        return f"not closing: {what} overshoots the paper by more than 2 points"
     return f"measured: {what} does not close the shortfall (it stays more than 2 points below)"
 
 

@@ -92,7 +92,22 @@ def status(ctx) -> str:
                       + ", ".join(f"{n} {stage}" for stage, n in per_stage.items()) + "; the choice had filled a key "
                       "the two continued cells shared with the grid's first value), kept in "
                       "`results/evidence/leaderboard/superseded.csv`."]
-    return "\n".join(lines)
+    return "\n".join(lines + _not_yet_run(ctx, lb))
+
+
+def _not_yet_run(ctx, lb: dict) -> list[str]:
+    """The methods the live config ranks that the evidence's own config (its snapshot) does not: not yet run, so the
+    committed blocks stay as the evidence renders them (a new preset never changes a verdict before its runs)."""
+    from ..algorithms import PRESETS
+    from ..study import load_config_file
+
+    live = ctx.live_config("leaderboard.yaml")
+    if live == ctx.config("leaderboard.yaml") or not live.exists():
+        return []
+    new = [m for m in load_config_file(live)["leaderboard"]["methods"] if m not in lb["methods"]]
+    names = ", ".join(PRESETS.get(m).label if m in PRESETS.names() else m for m in new)
+    return ["", f"Not yet run (in `config/leaderboard.yaml`, not in the configuration this evidence was made with): "
+                f"{names}."] if new else []
 
 
 def screen(ctx) -> str:
@@ -196,8 +211,8 @@ def cost(ctx) -> str:
     from ..leaderboard.plan import estimate, render
     from ..study import load_config_file
 
-    cfg = load_config_file(ctx.config("leaderboard.yaml"))
-    return render(estimate(cfg, 2), 2)
+    cfg = load_config_file(ctx.config("leaderboard.yaml"))  # the snapshot the evidence was made with
+    return render(estimate(cfg, 2, exhaustive=False), 2)
 
 
 def _parts(parts) -> list[str]:

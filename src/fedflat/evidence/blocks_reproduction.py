@@ -19,7 +19,7 @@ def summary_linking(page: str):
     """The summary table, its links relative to the page it stands on (`page`: the path to reproduction.md from
     there, "" on that page itself)."""
     def summary(ctx) -> str:
-        lines = ["| target | reproduces | published cells | reproduced at paper scale | within 2 points |",
+        lines = ["| target | paper table | published cells | re-run at paper scale | within 2 points |",
                  "|---|---|---|---|---|"]
         for t in TARGETS:
             r = _row(ctx, t)
@@ -37,7 +37,7 @@ def target(name: str):
         if text is None or not r["reproduced"]:
             return PENDING
         share = f"{r['within']} of {r['compared']}" if r["compared"] else "none"
-        head = (f"Reproduced cells: {r['reproduced']} of {r['published']} published; within 2 points: {share} "
+        head = (f"Re-run at paper scale: {r['reproduced']} of {r['published']} published cells; within 2 points: {share} "
                 f"(`python -m fedflat.evidence trace fedsynsam {name} ROW COLUMN` lists the runs behind a cell).")
         return head + "\n\n" + embed(text)
     return block

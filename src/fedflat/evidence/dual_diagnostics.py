@@ -3,8 +3,9 @@ tuning protocol (issue 25), decided from the committed evidence by the rules tha
 config/papers/tuning/fedsynsam_fmnist_v2.yaml fixed before their runs. They select nothing.
 
 colgrid_A_q8_duals (hypothesis dual_lr_below_grid, Q8): the lr below VI-A's grid explains a Q8 cell above the paper's
-when the method's Q8 validation score at lr 0.01 (the grid's bottom) lies at most 2 points above the paper's cell and
-at lr 0.001 (stage E's pick) more than 2 above.
+when the method's Q8 validation score at lr 0.01 (the grid's bottom) lies within 2 points of the paper's cell and at
+lr 0.001 (stage E's pick) more than 2 above (v2's rule said "at most 2 points above", which a score far below the
+paper also met: a gap that changes side does not close, issue 48).
 rhogrid_{A,B,C}_k10 (candidate: the radius tuned on Top-k 0.25): measured when some radius of VI-A's grid brings the Top-k
 0.1 validation score within 2 points of the paper's cell while the catalog's radius does not.
 The error-feedback diagnostic, which also covers FedGAMMA, is fedflat.evidence.error_feedback."""
@@ -39,8 +40,10 @@ def lr_verdict(by_lr: dict[float, dict], paper: float) -> str:
     pick, bottom = _mean(by_lr[LR_GRID[0]]), _mean(by_lr[LR_GRID[-1]])
     if pick <= paper + TOLERANCE:
         return "no gap to explain: stage E's lr lies at most 2 points above the paper"
-    if bottom <= paper + TOLERANCE:
-        return "measured: the lr below VI-A's grid (at lr 0.01 at most 2 points above the paper)"
+    if abs(bottom - paper) <= TOLERANCE:
+        return "measured: the lr below VI-A's grid (at lr 0.01 within 2 points of the paper)"
+    if bottom < paper - TOLERANCE:
+        return "not closing: at lr 0.01 more than 2 points below the paper (the gap changes side, it does not close)"
     return "measured: not the cause (at lr 0.01, the bottom of VI-A's grid, still more than 2 points above)"
 
 

@@ -5,6 +5,7 @@
   results/evidence/<study>/superseded.csv  records of runs no experiment lists any more (a corrected setting)
   results/evidence/<study>/tables/      the rendered tables (.md, .csv) as the study's rules wrote them
   results/evidence/<study>/checkpoints/ a leaderboard's screen and choice files, as its later stages read them
+  results/evidence/<study>/config/      the study's config file as exported (the pages render against it)
   figures/evidence/<study>/             the study's figures as PNG
 
 Run directories stay out of git; these files are committed (.gitignore exceptions) and the result pages are
@@ -16,9 +17,10 @@ from pathlib import Path
 
 from ..recorded import EVIDENCE_ROOT as EVIDENCE
 from .cells import table_cells
+from ..errors import ConfigError
 from ..util.io import copy_file
 from ..util.names import under
-from .records import COLUMNS, run_record
+from .records import COLUMNS, regenerable, run_record
 
 FIGURES = Path("figures/evidence")
 SUPERSEDED = "superseded.csv"
@@ -46,20 +48,26 @@ def study_runs(study) -> dict[str, tuple[list[str], str]]:
     return out
 
 
-def export_study(study, root: Path = EVIDENCE, figures_root: Path = FIGURES, prune: bool = False) -> dict:
-    """Write the study's evidence; returns {runs, new, cells, tables, figures, superseded} counts."""
+def export_study(study, root: Path = EVIDENCE, figures_root: Path = FIGURES, prune: bool = False,
+                 keep_legacy: bool = False, config_path: str | Path | None = None) -> dict:
+    """Write the study's evidence; returns {runs, new, cells, tables, figures, superseded, legacy} counts.
+
+    A record that cannot be regenerated (records.regenerable: a modified working tree, no commit, no numerics
+    fields) or that ran in other numerics than the study's is refused before anything is written, unless
+    `keep_legacy`: then it is kept with its reason in the `legacy` column, and no rendered verdict may use it."""
     import pandas as pd
 
     _register_stages(study)
     name = study.config.get("study", "study")
     out = evidence_dir(name, root)
-    out.mkdir(parents=True, exist_ok=True)
     records = []
     members = study_runs(study)
     for rid, (exps, label) in sorted(members.items()):
         d = Path(study.run_dir(rid))
         if (d / "summary.json").exists():
             records.append(run_record(d, study.runs[rid], exps, label))
+    legacy = _check_regenerable(records, study.numerics, keep_legacy)
+    out.mkdir(parents=True, exist_ok=True)
     fresh = pd.DataFrame(records, columns=list(COLUMNS))
     runs_csv = out / "runs.csv"
     new, superseded = len(fresh), 0
@@ -79,6 +87,8 @@ def export_study(study, root: Path = EVIDENCE, figures_root: Path = FIGURES, pru
         fresh = _merge(kept, fresh)
     fresh = fresh.sort_values("run_id", kind="stable").reset_index(drop=True)
     _write_csv(fresh, runs_csv)
+    if config_path is not None:
+        snapshot_config(Path(config_path), out)
 
     cells = [{"table": t, "row": r, "column": c, "run_id": rid}
              for t in study.tables for r, c, rid in table_cells(study, t)]
@@ -100,7 +110,38 @@ def export_study(study, root: Path = EVIDENCE, figures_root: Path = FIGURES, pru
             copy_file(src, under(figures_root, name, src.name, key="study"))
             figs += 1
     return {"runs": len(fresh), "new": new, "cells": len(cells), "tables": tables, "figures": figs,
-            "superseded": superseded}
+            "superseded": superseded, "legacy": legacy}
+
+
+def _check_regenerable(records: list[dict], numerics: str, keep_legacy: bool) -> int:
+    """Mark (keep_legacy) or refuse, in one line before anything is written, the records that cannot be regenerated
+    from the commit they name, or that ran in other numerics than the study's; returns how many were marked."""
+    bad = []
+    for r in records:
+        why = regenerable(r)
+        if why is None and numerics == "portable" and r.get("numerics") != "portable":
+            why = f"ran in {r.get('numerics')} numerics; the study's are portable"
+        if why is not None:
+            bad.append((r, why))
+    if bad and not keep_legacy:
+        r, why = bad[0]
+        raise ConfigError(f"export: {len(bad)} record(s) cannot be regenerated (first: {r['run_id']}: {why}); "
+                          "re-run them from a clean commit in the study's numerics, or pass --keep-legacy to keep "
+                          "them marked legacy")
+    for r, why in bad:
+        r["legacy"] = why
+    return len(bad)
+
+
+def snapshot_config(path: Path, out: Path) -> Path:
+    """The study's config as exported beside its records (results/evidence/<study>/config/<path under config/>): the
+    pages render against the config the evidence was made with, so a method added to the live config shows as not
+    yet run instead of changing the committed verdicts (pages.Context.config)."""
+    parts = path.parts
+    rel = Path(*parts[parts.index("config") + 1:]) if "config" in parts else Path(path.name)
+    dst = out / "config" / rel
+    copy_file(path, dst)
+    return dst
 
 
 def _checkpoint_files(study) -> list[Path]:

@@ -2,26 +2,32 @@
 docs/reproduction.md#<paper>-gaps, rendered from the atlas's comparison (the committed evidence) and the paper's
 cause file config/papers/gaps/<paper>.yaml.
 
-A cause is `measured` (its diagnostic target's evidence shows it, rendered at the page anchor it names), a
-`hypothesis` (named as one, with the target that would measure it), or `unexplained` (the candidates its diagnostic
-measured are ruled out, and no measured candidate is left). The cause file assigns causes to cells by
-target, row labels and column groups ("*": every one). tests/evidence/test_gaps.py fails when a gap in the
-committed evidence has no cause, so a new final run that opens a gap cannot land unexplained."""
+A cause's label says how it was established (issue 48): `measured` (a rule fixed before the cell's final runs were
+read, run on fresh runs, brings the score within 2 points of the paper's cell, not above it by more), `post_hoc` (its
+diagnostic was designed after the final runs were read), `inconclusive` (the seeds spread too widely to tell) or
+`unexplained` (every measured candidate ruled out, or the one left cannot be measured). `reason` is the label's one
+plain sentence. The cause file assigns causes to cells by target, row labels and column groups ("*": every one).
+tests/evidence/test_gaps.py fails when a gap in the committed evidence has no cause, so a new final run that opens a
+gap cannot land unexplained."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .compare import ours_text, signed
 
-STATUSES = ("measured", "hypothesis", "unexplained")
-VERB = {"measured": "Measured", "hypothesis": "To be measured", "unexplained": "Candidates ruled out"}
+STATUSES = ("measured", "post_hoc", "inconclusive", "unexplained")
+LABEL = {"measured": "measured", "post_hoc": "post hoc", "inconclusive": "inconclusive", "unexplained": "unexplained"}
+VERB = {"measured": "Measured by", "post_hoc": "Shown after the fact by", "inconclusive": "See",
+        "unexplained": "Candidates measured or named in"}
+KEYS = ("status", "reason", "says", "anchor", "diagnostic")
 
 
 @dataclass(frozen=True)
 class Cause:
     name: str
-    status: str  # measured | hypothesis | unexplained
-    says: str  # one sentence, no measured numbers (they live in the block the anchor points at)
+    status: str  # measured | post_hoc | inconclusive | unexplained
+    reason: str  # the label's one plain sentence
+    says: str  # the longer account (its numbers live in the block the anchor points at)
     anchor: str  # docs/reproduction.md#<anchor>: where its measurement (or the plan to measure it) is rendered
     diagnostic: str  # the target that measures it
 
@@ -36,12 +42,12 @@ def load_causes(path) -> tuple[dict[str, Cause], list[dict]]:
     raw = yaml.safe_load(open(path)) or {}
     causes = {}
     for name, c in (raw.get("causes") or {}).items():
-        missing = {"status", "says", "anchor", "diagnostic"} - set(c)
+        missing = set(KEYS) - set(c)
         if missing:
             raise ConfigError(f"{path}: causes.{name}: missing {', '.join(sorted(missing))}")
         if c["status"] not in STATUSES:
             raise ConfigError(f"{path}: causes.{name}.status: {c['status']!r} is not one of {', '.join(STATUSES)}")
-        causes[name] = Cause(name, c["status"], c["says"], c["anchor"], c["diagnostic"])
+        causes[name] = Cause(name, c["status"], c["reason"], c["says"], c["anchor"], c["diagnostic"])
     gaps = raw.get("gaps") or []
     for i, g in enumerate(gaps):
         if g.get("cause") not in causes:
@@ -95,18 +101,18 @@ def block_for(paper: str):
         count = {s: sum(1 for r in rows if r["cause"] and causes[r["cause"]].status == s) for s in STATUSES}
         none = sum(1 for r in rows if r["cause"] is None)
         lines = [f"Gaps over 2 points in the committed evidence: {len(rows)} cells (a cell that several targets "
-                 f"share counts once); with a measured cause: {count['measured']}; with a hypothesis only: "
-                 f"{count['hypothesis']}; unexplained after their candidates were measured: {count['unexplained']}; "
-                 f"with none: {none}.", "",
+                 f"share counts once). Causes, by how they were established: measured (a rule fixed before the "
+                 f"finals, on fresh runs, lands within 2 points of the paper): {count['measured']}; post hoc (a "
+                 f"diagnostic designed after the finals were read): {count['post_hoc']}; inconclusive (seed spread): "
+                 f"{count['inconclusive']}; unexplained: {count['unexplained']}; with none: {none}.", "",
                  "| targets | row | column | paper | ours | Δ | cause |", "|---|---|---|---|---|---|---|"]
         for r in rows:
             c = causes.get(r["cause"]) if r["cause"] else None
-            why = f"[{c.name}](#{c.anchor}) ({c.status})" if c else "**none assigned**"
+            why = f"[{c.name}](#{c.anchor}) ({LABEL[c.status]})" if c else "**none assigned**"
             lines.append(f"| {', '.join(f'`{t}`' for t in r['targets'])} | {r['row']} | {r['column']} | "
                          f"{r['paper']:.2f} | {ours_text(r['ours'])} | {signed(r['ours'] - r['paper'])} | {why} |")
         used = [causes[n] for n in dict.fromkeys(r["cause"] for r in rows if r["cause"])]
-        lines += [""] + [f"- **{c.name}** ({c.status}): {c.says}. "
-                         f"{VERB[c.status]} by `{c.diagnostic}`; see "
-                         f"[its block](#{c.anchor})." for c in used]
+        lines += [""] + [f"- **{c.name}** ({LABEL[c.status]}): {c.reason} {c.says[0].upper() + c.says[1:]}. "
+                         f"{VERB[c.status]} `{c.diagnostic}`; see [its block](#{c.anchor})." for c in used]
         return "\n".join(lines)
     return block

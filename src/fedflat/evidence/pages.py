@@ -15,8 +15,8 @@ from typing import Callable
 from . import blocks_leaderboard as lb
 from . import blocks_reproduction as rep
 from . import blocks_studies as small
-from . import (block_diagnostics, direction, dual_diagnostics, dynafed_finetune, error_feedback, gaps, lrpicks,
-               margin, ordering, reading_tests, readings, scope, sparse_column)
+from . import (block_diagnostics, deviations, direction, dual_diagnostics, dynafed_finetune, error_feedback, gaps,
+               lrpicks, margin, ordering, reading_tests, readings, scope, sparse_column)
 from .export import EVIDENCE, FIGURES
 from .markers import replace
 from .store import Evidence, load
@@ -35,6 +35,7 @@ PAGES: dict[str, dict[str, Callable]] = {
                             "leaderboard-cost": lb.cost, "leaderboard-v1": lb.v1,
                             "leaderboard-claims": lb.claims, "leaderboard-figures": lb.figures},
     "docs/reproduction.md": {"fedsynsam-summary": rep.summary_linking(""),
+                             "fedsynsam-deviations": deviations.block_for("fedsynsam"),
                              **{f"fedsynsam-{t}": rep.target(t) for t in rep.TARGETS},
                              **{f"fedsynsam-{f}": rep.figure(f) for f in rep.FIGURES},
                              "fedsynsam-gaps": gaps.block_for("fedsynsam"),
@@ -78,6 +79,12 @@ class Context:
     _studies: dict = field(default_factory=dict)
 
     def config(self, name: str) -> Path:
+        """config/<name> as the committed evidence was made with it (the snapshot an export wrote beside the records,
+        export.snapshot_config), else the live file."""
+        snaps = sorted((self.root / self.evidence_root).glob(f"*/config/{name}"))
+        return snaps[0] if len(snaps) == 1 else self.root / "config" / name
+
+    def live_config(self, name: str) -> Path:
         return self.root / "config" / name
 
     def evidence(self, study: str) -> Evidence:

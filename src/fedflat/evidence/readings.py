@@ -98,9 +98,30 @@ def complete(*cells) -> bool:
     return all(c is not None and c["seeds"] >= len(SEEDS) for c in cells)
 
 
-def near(score: float | None, paper: float) -> bool:
-    """Within TOLERANCE of the paper's cell or above it (a diagnostic asks whether a setting closes a shortfall)."""
+def no_shortfall(score: float | None, paper: float) -> bool:
+    """Within TOLERANCE of the paper's cell or above it: the setting leaves no shortfall below the paper to explain."""
     return score is not None and score >= paper - TOLERANCE
+
+
+def closes(score: float | None, paper: float) -> bool:
+    """A candidate closes a gap only when it brings the score within TOLERANCE of the paper's cell, on either side: a
+    score above the paper by more than TOLERANCE overshoots it and closes nothing (issue 48; the v2 rules read "within
+    2 points or above", so an error-feedback run 10.7 points above the paper counted as the cause of a shortfall)."""
+    return score is not None and abs(score - paper) <= TOLERANCE
+
+
+def overshoots(score: float | None, paper: float) -> bool:
+    """Above the paper's cell by more than TOLERANCE."""
+    return score is not None and score > paper + TOLERANCE
+
+
+def candidate_text(what: str, score: float | None, paper: float) -> str:
+    """'<what> closes it' / 'overshoots' / 'does not close it', by `closes`."""
+    if closes(score, paper):
+        return f"{what} closes it"
+    if overshoots(score, paper):
+        return f"{what} overshoots it (more than 2 points above the paper: not closing)"
+    return f"{what} does not close it"
 
 
 def within_paper(cell: dict | None, paper: float | None) -> bool:

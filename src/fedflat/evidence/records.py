@@ -18,7 +18,12 @@ COLUMNS = (
     "final_loss", "flatness_mean", "lambda_max", "trace", "lambda_max_clients_mean", "lambda_max_clients_max",
     "lambda_max_test", "up_bytes_total", "down_bytes_total", *CURVE_COSTS,
     "grad_evals_per_step", "wall_time_s", "peak_rss_mb", "backend", "fedflat", "git_commit", "torch",
+    # what made the run (util/numerics.py): the kernels, the machine, a resume; `legacy` marks a record kept although
+    # it cannot be regenerated (no clean commit or no numerics fields), which no rendered verdict may use
+    "numerics", "numerics_version", "cpu_model", "cpu_capability", "mkl", "threads", "resumed_from", "legacy",
 )
+# the columns a record made before the numerics fields existed lacks
+NUMERICS_COLUMNS = COLUMNS[COLUMNS.index("numerics"):COLUMNS.index("legacy")]
 
 def provenance(dataset: str, eval_split: str) -> str:
     from ..data.provenance import provenance as test_split
@@ -111,7 +116,25 @@ def run_record(run_dir: str | Path, spec, experiments: list[str], label: str) ->
         "wall_time_s": _num(s.get("wall_time")), "peak_rss_mb": _peak_rss(d / "benchmark.tsv"),
         "backend": cfg.get("backend", s.get("backend")), "fedflat": env.get("fedflat"),
         "git_commit": env.get("git_commit"), "torch": env.get("torch"),
+        **{k: env.get(k) for k in ("numerics", "numerics_version", "cpu_model", "cpu_capability", "mkl", "threads")},
+        # the checkpoint rounds the run resumed from ("" for a run made in one process; None: not recorded)
+        "resumed_from": " ".join(map(str, s["resumed_from"])) if "resumed_from" in s else None,
+        "legacy": "",
     }
+
+
+def regenerable(record: dict) -> str | None:
+    """Why a record cannot be regenerated from the commit it names (None: it can): a modified working tree, no
+    commit, or no numerics fields (made before they were recorded)."""
+    commit = str(record.get("git_commit") or "")
+    if not commit or commit == "nan":
+        return "no commit recorded"
+    if commit.endswith("-dirty"):
+        return f"made from a modified working tree ({commit})"
+    if record.get("numerics") in (None, "") or (isinstance(record.get("numerics"), float)
+                                                  and math.isnan(record["numerics"])):
+        return "no numerics fields (made before they were recorded)"
+    return None
 
 
 def is_finite(x) -> bool:

@@ -21,6 +21,7 @@ from ..data import ArrayDataset, Partition, load_dataset
 from ..errors import ConfigError
 from ..models import build_model, count_parameters
 from ..spec import TRAINING_DEFAULTS, RunSpec
+from ..util import numerics
 from ..util.io import torch_save, write_json
 from ..util.malloc import tune_allocator
 from ..util.safe_load import load_tensors
@@ -85,8 +86,10 @@ class Outputs:
 
 class Simulation:
     def __init__(self, spec: RunSpec, data: ArrayDataset, partition: Partition, out_dir: Path,
-                 device: str = "cpu", progress: bool = True):
+                 device: str = "cpu", progress: bool = True, numerics_mode: Optional[str] = None):
         tune_allocator()  # model-sized temporaries without a page fault per op (util/malloc.py)
+        self.numerics = numerics_mode or numerics.active()
+        numerics.require(self.numerics)  # portable: the kernels are pinned in this process, before any compute
         self.spec = spec
         self.device = resolve_device(device)
         self.data = data.to(self.device)
@@ -114,6 +117,7 @@ class Simulation:
         self.log = MetricsLog()
         self.progress = Progress(self._tag(), spec.rounds, enabled=progress)
         self.start_round = 1
+        self.resumed_from: list[int] = []  # the rounds of the checkpoints this run resumed from (recorded)
         self.elapsed = 0.0
         self.status = "running"
         self.hooks = [ROUND_HOOKS.get(name, key="analysis")(**(params or {})) for name, params in spec.analysis.items()]
@@ -123,6 +127,11 @@ class Simulation:
         self.compressor_state: dict[int, dict] = {}  # per-client error-feedback memory
         self._loss_parts = [p for p in self.algo.parts if type(p).loss_term is not Part.loss_term]
         asked = spec.training.get("backend", TRAINING_DEFAULTS["backend"])
+        if self.numerics == "portable":  # inductor's kernels are built by the host compiler (-march=native): eager
+            if asked == "compile":
+                raise ConfigError("training.backend: 'compile' is not portable (inductor compiles its kernels with "
+                                  "the host's C++ compiler and -march=native); use eager or auto, or numerics: native")
+            asked = "eager"
         self.backend = resolve_backend(asked, self.fm, self.device, bool(self._loss_parts), self.total_local_steps(),
                                        unfused=step_blocker(self.algo))  # fl/fast.py: how grad_at is computed
         for obj in (*self.algo.parts, self.compressor):  # parts/compressors that need the model, data or seed
@@ -374,8 +383,22 @@ class Simulation:
             if stop_after is not None and t >= stop_after:  # tests: simulate a kill after round t
                 return {"status": "stopped", "round": t}
         if self.status == "running":
-            self.status = "completed"
+            self.status = "collapsed" if self.collapsed() else "completed"
         return self.finish()
+
+    def collapsed(self) -> bool:
+        """The collapse rule (docs/reliability.md; fixed before leaderboard v3's runs): a run that finished with finite
+        weights but whose last evaluation is at chance accuracy (at most 1/C + COLLAPSE_MARGIN) with an exploding
+        loss (above COLLAPSE_LOSS x ln C, or not finite) learned nothing usable: it counts as not completed, like a
+        diverged run. An untrained or barely trained model has a loss near ln C (every class alike), so a short run
+        still near chance is not a collapse."""
+        evals = [r for r in self.log.rows if r.get(self.acc_key) is not None]
+        if not evals:
+            return False
+        last, c = evals[-1], self.data.num_classes
+        loss = last.get(self.acc_key.replace("_acc", "_loss"))
+        at_chance = last[self.acc_key] <= 1.0 / c + COLLAPSE_MARGIN
+        return bool(at_chance and (loss is None or not math.isfinite(loss) or loss > COLLAPSE_LOSS * math.log(c)))
 
     # ---------------------------------------------------------------------------------- state
     def save_checkpoint(self, t: int) -> None:
@@ -384,7 +407,7 @@ class Simulation:
             "buffers": self.srv.buffers.cpu(), "server_state": {k: v.cpu() for k, v in self.srv.state.items()},
             "server_extra": self.srv.extra, "clients": self.store.snapshot(t), "metrics": self.log.rows,
             "compressor_state": self.compressor_state,
-            "elapsed": self.elapsed,
+            "elapsed": self.elapsed, "resumed_from": self.resumed_from,
         })
 
     def resume(self) -> None:
@@ -404,6 +427,7 @@ class Simulation:
         self.compressor_state = ck.get("compressor_state", {})
         self.elapsed = ck["elapsed"]
         self.start_round = ck["round"] + 1
+        self.resumed_from = [*ck.get("resumed_from", []), ck["round"]]
         self.progress.note(f"resumed from checkpoint at round {ck['round']}")
 
     def finish(self) -> dict:
@@ -424,6 +448,8 @@ class Simulation:
             "grad_evals_per_step": self.algo.grad_evals_per_step,
             "up_bytes_total": int(sum(r["up_bytes"] for r in rows)),
             "down_bytes_total": int(sum(r["down_bytes"] for r in rows)),
+            "resumed_from": self.resumed_from,  # [] for a run that ran start to end in one process
+            "numerics": self.numerics,
         }
         self.log.write(self.out.metrics)
         torch_save(self.out.model, {"theta": self.srv.theta.cpu(), "buffers": self.srv.buffers.cpu(),
@@ -435,6 +461,8 @@ class Simulation:
 
 
 _HOLDOUT_TAG = 0x4A1D
+COLLAPSE_MARGIN = 0.05  # accuracy within 5 points of chance (1/C) counts as chance for the collapse rule
+COLLAPSE_LOSS = 2.0  # and a loss above twice that of predicting every class alike (ln C) as exploding
 
 
 def hold_out(clients: list, fraction: float, seed: int) -> tuple[list, Optional[np.ndarray]]:
@@ -459,24 +487,28 @@ def validation_view(data: ArrayDataset, idx: torch.Tensor) -> ArrayDataset:
                         data.num_classes, data.mean, data.std, data.augment, {**data.meta, "eval_split": "validation"})
 
 
-def environment() -> dict:
+def environment(numerics_mode: Optional[str] = None) -> dict:
+    """What made a run: the code (commit, version), the machine and the numerics it ran under (util/numerics.py)."""
     from ..util.provenance import source_commit
 
-    return {"fedflat": __version__, "git_commit": source_commit(), "torch": torch.__version__,
-            "python": sys.version.split()[0], "platform": platform.platform(),
-            "cuda": torch.version.cuda if torch.cuda.is_available() else None}
+    return {"fedflat": __version__, "git_commit": source_commit(), "python": sys.version.split()[0],
+            "platform": platform.platform(), "cuda": torch.version.cuda if torch.cuda.is_available() else None,
+            **numerics.describe(numerics_mode)}
 
 
 def train(spec: RunSpec, out_dir: str | Path, partition_path: str | Path, data_root: str | Path = "data",
           device: str = "cpu", download: bool = False, progress: bool = True,
-          stop_after: Optional[int] = None) -> dict:
+          stop_after: Optional[int] = None, numerics_mode: Optional[str] = None) -> dict:
+    """One run. `numerics_mode`: portable | native (None: the process's, util/numerics.py)."""
+    if numerics_mode is not None:
+        numerics.require(numerics_mode)  # before the data loads: a process in the wrong mode fails in one line
     out = Outputs(Path(out_dir))
     data = load_dataset(spec.dataset, data_root, download)
     partition = Partition.load(partition_path, num_samples=len(data.train_y))  # indices in range, before any compute
-    sim = Simulation(spec, data, partition, out.dir, device=device, progress=progress)
+    sim = Simulation(spec, data, partition, out.dir, device=device, progress=progress, numerics_mode=numerics_mode)
     sim.resume()  # a corrupted or foreign checkpoint fails here, before anything is written
     write_json(out.config, {"spec": spec.to_dict(), "run_id": spec.run_id(), "algorithm": sim.algo.describe(),
                             "source": sim.algo.preset.source, "partition_file": str(partition_path),
                             "partition_meta": partition.meta, "device": str(sim.device), "backend": sim.backend,
-                            "environment": environment()})
+                            "environment": environment(sim.numerics)})
     return sim.run(stop_after=stop_after)

@@ -27,20 +27,20 @@ def _inputs(study, name: str, hessian: bool) -> list[str]:
     for summary in study.outcome_inputs(finals, needs=FINAL_NEEDS if hessian else CURVE_COSTS):
         d = Path(summary).parent
         files += [summary, f"{d}/metrics.csv"] + ([f"{d}/hessian.json"] if hessian else [])
-    if continuation_on(study):  # the rho = 0 ablations and the picks' own full-horizon validation runs
+    if continuation_on(study):  # the rho = 0 ablations (the picks' own runs are the finals above)
         files += study.outcome_inputs(e["run_id"] for a in _ablations(study) for e in a["pick"] + a["ablation"])
     return list(dict.fromkeys(files))
 
 
 def _ablations(study) -> list[dict]:
-    """Per (partition, SAM-type method): the pick's continuation runs and its rho = 0 twin's runs (validation)."""
+    """Per (partition, SAM-type method): the pick's final runs and its rho = 0 twin's runs (test split, final seeds)."""
     from ..algorithms import PRESETS
     from ..algorithms.reductions import rho0_base
-    from .flow import ablation_experiments, continuation_experiments
+    from .flow import ablation_experiments, final_experiments
     from .protocol import ablation_cell, choice_for
 
     p = study.leaderboard
-    conts, ablations = continuation_experiments(study), ablation_experiments(study)
+    finals, ablations = final_experiments(study), ablation_experiments(study)
     out = []
     for part in p["partitions"]:
         picks = choice_for(study.final_cache["chosen"], p, part)
@@ -54,7 +54,7 @@ def _ablations(study) -> list[dict]:
             if a is not None:
                 same = rho0_base(name, {**PRESETS.get(name).resolve(a["params"]), **a["params"]})
                 out.append({"partition": part, "preset": name, "method": PRESETS.get(name).label, "pick": runs_at(
-                    conts.get(part, []), name, pick), "ablation": runs_at(ablations.get(part, []), name, a),
+                    finals.get(part, []), name, pick), "ablation": runs_at(ablations.get(part, []), name, a),
                     "same_as": PRESETS.get(same[0]).label if same else ""})  # the method rho = 0 is
     return out
 

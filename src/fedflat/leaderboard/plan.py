@@ -44,12 +44,14 @@ def provisional_choice(protocol: dict) -> dict:
     return {"partitions": {p: picks for p in parts}}
 
 
-def estimate(config: dict, cores: int = 2) -> dict:
-    """Runs, sample-gradients, CPU core-hours and wall hours on `cores` cores, and GPU hours, per stage."""
+def estimate(config: dict, cores: int = 2, exhaustive: bool = True) -> dict:
+    """Runs, sample-gradients, CPU core-hours and wall hours on `cores` cores, and GPU hours, per stage.
+    `exhaustive=False`: a config snapshot from before a preset was registered (the pages' cost block)."""
     from ..study import load_study
 
-    cfg, protocol = prepare(copy.deepcopy(config), None)
-    cfg_final, _ = prepare(copy.deepcopy(config), provisional_choice(protocol), screen=provisional_screen(protocol))
+    cfg, protocol = prepare(copy.deepcopy(config), None, exhaustive=exhaustive)
+    cfg_final, _ = prepare(copy.deepcopy(config), provisional_choice(protocol), screen=provisional_screen(protocol),
+                           exhaustive=exhaustive)
     study = load_study(cfg_final)
     names = {"tune_": "tuning", "cont_": "continuation", "final_": "final", "ablation_": "ablation"}
     stages: dict[str, list] = {}

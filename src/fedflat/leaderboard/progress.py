@@ -26,7 +26,7 @@ def _count(study, runs) -> dict:
             if "source" not in s and s.get("wall_time"):  # measured on this machine, beside the other jobs
                 out["wall"].append(float(s["wall_time"]))
         # the run directory's hessian.json (null for a diverged model), else a record that covers it
-        out["hessians"] += Path(study.run_dir(rid), "hessian.json").exists() or covers(rid, ("lambda_max",))
+        out["hessians"] += Path(study.run_dir(rid), "hessian.json").exists() or covers(rid, ("lambda_max",), numerics=study.numerics)
     return out
 
 

@@ -36,7 +36,11 @@ from typing import Any
 
 from ..errors import ConfigError, choice_error
 
-KEYS = ("dataset", "model", "partitions", "seeds", "tuning", "methods", "excluded")
+KEYS = ("dataset", "model", "partitions", "seeds", "tuning", "methods", "excluded", "statistics")
+# the statistics the pages apply, fixed in the config before the runs they judge (v3): each key and its allowed values
+STATISTICS = {"interval": (0.95,), "test": ("paired_t",), "correction": ("holm",), "alpha": (0.05,),
+              "band": ("not_below_best",), "ties": ("mean_desc_then_preset",), "failed_seed": ("stability_column",),
+              "critical_difference": ("friedman_nemenyi",), "power": (0.8,)}
 TUNING_KEYS = ("partitions", "seeds", "rounds", "holdout", "metric", "trials", "lr", "lr_only", "on_divergence",
                "continuation")  # on_divergence: only `none` (v1's lower_lr was removed in v2)
 CONTINUATION_KEYS = ("cells", "seeds")
@@ -111,8 +115,9 @@ def _check_method(name: str, grid, trials: int | None, lr: list, lr_only: list) 
     return {k: list(v) for k, v in grid.items()}
 
 
-def check(lb: Any) -> dict:
-    """The `leaderboard:` section, every key checked; one ConfigError naming the key."""
+def check(lb: Any, exhaustive: bool = True) -> dict:
+    """The `leaderboard:` section, every key checked; one ConfigError naming the key. `exhaustive`: every registered
+    preset must be ranked or excluded (off for a committed snapshot made before a preset existed)."""
     from ..algorithms import PRESETS
     from ..papers.kinds_tuning import METRICS
 
@@ -176,10 +181,19 @@ def check(lb: Any) -> dict:
         if other != name:
             raise ConfigError(f"leaderboard.methods.{name}: shares its label {PRESETS.get(name).label!r} with {other}")
     missing = [n for n in PRESETS.names() if n not in grids and n not in excluded]
-    if missing:
+    if missing and exhaustive:
         raise ConfigError(f"leaderboard.methods: preset {missing[0]!r} is neither ranked (leaderboard.methods) "
                           f"nor excluded with a reason (leaderboard.excluded)")
+    stats = lb.get("statistics") or {}
+    if not isinstance(stats, dict):
+        raise ConfigError("leaderboard.statistics: a mapping of " + ", ".join(STATISTICS))
+    for k, v in stats.items():
+        if k not in STATISTICS:
+            raise choice_error("leaderboard.statistics", k, STATISTICS)
+        if v not in STATISTICS[k]:
+            raise choice_error(f"leaderboard.statistics.{k}", v, STATISTICS[k])
     return {"dataset": lb["dataset"], "model": lb["model"], "partitions": list(parts), "seeds": list(seeds),
+            "statistics": dict(stats),
             "tuning": {"partitions": list(tparts), "seeds": list(_list(tu.get("seeds"), "leaderboard.tuning.seeds", _seed)),
                        "rounds": tu["rounds"], "holdout": float(h), "metric": metric, "trials": trials,
                        "lr": list(lr), "lr_only": list(lr_only), "continuation": cont},
@@ -266,18 +280,20 @@ def ablation_cell(p: dict, name: str, pick: dict | None) -> dict | None:
 
 
 def _ablation_experiments(p: dict, picks: dict) -> dict:
-    """`ablation_<partition>`: the rho = 0 twin of every SAM-type method's pick on that partition, full horizon,
-    validation split, continuation seeds: does the ascent beat its own ablation?"""
-    c = p["tuning"]["continuation"]
+    """`ablation_<partition>`: the rho = 0 twin of every SAM-type method's pick on that partition, as the final runs
+    are made (full horizon, test split, the final seeds), so the ascent's effect is a paired difference over the
+    same seeds as the pick's own final runs (v3; v2 ran the twins on the validation split with one seed, and a third
+    of them were the continued cell that had lost to the pick: a selection-biased comparison)."""
     out = {}
     for part in p["partitions"]:
-        algos = [_entry(name, a["lr"], a["params"], p["tuning"]["holdout"])
+        algos = [_entry(name, a["lr"], a["params"])
                  for name, pick in picks.get(part, {}).items() if (a := ablation_cell(p, name, pick))]
         if algos:
             out[exp_name("ablation", part)] = {
-                "description": f"leaderboard ablation on {part}: rho = 0 at each SAM-type method's pick",
-                "datasets": [p["dataset"]], "models": [p["model"]], "partitions": [part], "seeds": c["seeds"],
-                "training": {"holdout": p["tuning"]["holdout"]}, "algorithms": algos}
+                "description": f"leaderboard ablation on {part}: rho = 0 at each SAM-type method's pick, final seeds, "
+                               f"test split",
+                "datasets": [p["dataset"]], "models": [p["model"]], "partitions": [part], "seeds": p["seeds"],
+                "algorithms": algos}
     return out
 
 
@@ -302,12 +318,13 @@ def _final_experiments(p: dict, picks: dict) -> dict:
     return out
 
 
-def prepare(config: dict, chosen: dict | None = None, screen: dict | None = None) -> tuple[dict, dict]:
+def prepare(config: dict, chosen: dict | None = None, screen: dict | None = None,
+            exhaustive: bool = True) -> tuple[dict, dict]:
     """(a plain study config: tuning (screen) experiments; the continuation given `screen`; final ones, and with
     the continuation the rho = 0 ablations, given `chosen`; the protocol)."""
     if config.get("experiments"):
         raise ConfigError("experiments: a leaderboard config generates its experiments from leaderboard:; remove them")
-    protocol = check(config["leaderboard"])
+    protocol = check(config["leaderboard"], exhaustive)
     rounds = (config.get("training") or {}).get("rounds")
     if isinstance(rounds, int) and protocol["tuning"]["rounds"] > rounds:
         raise ConfigError(f"leaderboard.tuning.rounds: {protocol['tuning']['rounds']} exceeds training.rounds "

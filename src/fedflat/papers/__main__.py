@@ -2,6 +2,9 @@
 every target of the paper catalogs with the runs it needs and a compute estimate (Markdown table).
 `python -m fedflat.papers trace PAPER TABLE ROW COLUMN` lists the runs behind one cell of a table, from the
 committed evidence (fedflat.evidence.trace).
+`python -m fedflat.papers picks CONFIG [--provisional]` prints what a staged protocol's grids have picked and which
+experiments still wait (papers/picks.py); --provisional expands every stage at the grids' smallest values and
+counts each experiment's runs and sample-gradients (the plan of the whole protocol, before its first run).
 
 --coverage prints the class coverage of every partition the catalogs build (papers/coverage.py);
 --settings prints each paper's settings statement with its sources, then every difference between
@@ -20,6 +23,8 @@ PAPERS = ("fednsam", "fedsagd", "fedsol", "fedsynsam", "fedtoga")
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["picks"]:  # `python -m fedflat.papers picks CONFIG [--provisional]`: a staged protocol's picks
+        return _picks(argv[1:])
     if argv[:1] == ["trace"]:  # `python -m fedflat.papers trace PAPER TABLE ROW COLUMN`: the runs behind a cell
         from ..evidence.__main__ import main as evidence_main
 
@@ -52,6 +57,36 @@ def main(argv=None) -> int:
             cfg["scale"] = a.scale
             for r in summarise(load_study(cfg), measure=a.measure):
                 print(f"| {paper} | `{r['target']}` | {r['ref']} | {r['runs']} | {r['sample_grads'] / 1e9:.3g} | {r['hours']:.3g} |")
+    except ConfigError as exc:
+        print(f"fedflat.papers: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _picks(argv) -> int:
+    from .. import plugins  # noqa: F401
+    from ..errors import ConfigError
+    from ..study import load_config_file, load_study
+    from .compute import run_sample_grads
+    from .picks import render, resolve
+
+    ap = argparse.ArgumentParser(prog="python -m fedflat.papers picks")
+    ap.add_argument("config")
+    ap.add_argument("--provisional", action="store_true", help="expand every stage at the grids' smallest values")
+    a = ap.parse_args(argv)
+    try:
+        cfg, state = resolve(load_config_file(a.config), provisional=a.provisional)
+        print(render(state))
+        if a.provisional:
+            study = load_study(cfg)
+            print("\n| experiment | runs | sample-grads (1e9) |\n|---|---|---|")
+            seen: set[str] = set()
+            for name, entries in study.experiments.items():
+                rids = [r for r, _ in entries if r not in seen]  # a run two experiments share counts once
+                seen.update(rids)
+                grads = sum(run_sample_grads(study.runs[r]) for r in rids)
+                print(f"| `{name}` | {len(rids)} | {grads / 1e9:.3g} |")
+            print(f"| total | {len(seen)} | {sum(run_sample_grads(study.runs[r]) for r in seen) / 1e9:.3g} |")
     except ConfigError as exc:
         print(f"fedflat.papers: error: {exc}", file=sys.stderr)
         return 2

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..errors import ConfigError, choice_error
 from ..fl.metrics import read_metrics
-from ..recorded import SUMMARY, read_file_value, read_outcome
+from ..recorded import FAILED, SUMMARY, read_file_value, read_outcome
 from ..run_paths import run_of_file
 
 
@@ -81,7 +81,7 @@ def summary_metric(run_dirs: list[str], metric: str) -> CellValue:
     for d in run_dirs:
         s = _summary(d)
         ok = s.get("status") == "completed"
-        diverged += s.get("status") == "diverged"
+        diverged += s.get("status") in FAILED
         v = s.get(key)
         vals.append(v * scale if v is not None and (ok or not needs_completed) else None)
     m, sd, n = mean_std(vals)
@@ -141,7 +141,7 @@ def file_metric(run_dirs: list[str], fname: str, key: str) -> CellValue:
     record where the directory is gone and the record keeps that value (fedflat.recorded.FILE_COLUMNS)."""
     vals = [read_file_value(d, run_of_file(Path(d) / SUMMARY), fname, key) for d in run_dirs]
     # a null from a run that diverged (the analysis writes null for its model) counts as diverged, as in accuracy
-    diverged = sum(v is None and _summary(d).get("status") == "diverged" for v, d in zip(vals, run_dirs))
+    diverged = sum(v is None and _summary(d).get("status") in FAILED for v, d in zip(vals, run_dirs))
     m, sd, n = mean_std(vals)
     return CellValue(m, sd, n, len(run_dirs), diverged, per_seed=vals)
 

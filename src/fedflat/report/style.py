@@ -27,6 +27,8 @@ _PALETTE = {
     "FedSOL (fixed ρ)": "#a1d99b", "FedSOL (general)": "#00441b", "FedSOL-L2": "#74c476",
     "FedProx-KL": "#543005", "Proj-L2": "#bf812d", "Proj-KL": "#dfc27d", "FedProx+FedSOL": "#c7e9c0",
     "SCAFFOLD+FedSOL": "#807d00", "FedDyn+FedSOL": "#0e7c86", "MOON+FedSOL": "#c51b7d", "FedNova+FedSOL": "#8c8c3c",
+    # the 2024-2025 SAM methods (docs/algorithms_2025.md)
+    "FedGloSS": "#35978f", "FedGF": "#762a83", "FedSCAM": "#e08214",
 }
 _MARKERS = "osD^v<>pP*hX"
 

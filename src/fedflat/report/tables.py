@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..recorded import FAILED
 from ..util.io import write_text
 from ..util.markdown import md_table
 from .collect import load_runs
@@ -23,7 +24,7 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
         last = 100 * ok["last10_acc"].astype(float)
         out.append({
             **dict(zip(["algorithm"] + GROUP_COLS, keys)),
-            "seeds": len(g), "completed": len(ok), "diverged": int((g["status"] == "diverged").sum()),
+            "seeds": len(g), "completed": len(ok), "diverged": int(g["status"].isin(FAILED).sum()),
             "final_mean": final.mean() if len(ok) else np.nan,
             "final_std": final.std(ddof=1) if len(ok) > 1 else (0.0 if len(ok) else np.nan),
             "last10_mean": last.mean() if len(ok) else np.nan,
