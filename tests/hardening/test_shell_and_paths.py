@@ -99,6 +99,8 @@ SAFE_UNQUOTED = {
     "DATA_ROOT": "shlex.quote(config data_root) in common.smk",
     "DEVICE": "shlex.quote(config device) in common.smk",
     "DOWNLOAD": "the constant '--download' or ''",
+    "NUMERICS": "portable or native (util.numerics.check_mode at validation)",
+    "CLEAN": "the constant '--require-clean' or ''",
     "threads": "an integer",
     "wildcards.dims": "wildcard_constraints: [12]",
     "params.p[dataset]": "shell_quoted params (common.smk)", "params.p[partition]": "shell_quoted params",
