@@ -8,7 +8,10 @@ BENCH_ARGS ?=
 # pytest workers: one per core, at most 4 (each imports torch; the e2e tests start their own jobs)
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 
-.PHONY: venv run test bench clean dag report pages
+VERIFY_STUDY ?= leaderboard
+VERIFY_SAMPLE ?= 3
+
+.PHONY: venv run test bench clean dag report pages verify
 
 venv: $(STAMP)
 
@@ -30,6 +33,9 @@ bench: venv  # make bench BENCH_ARGS=--quick: every benchmark at smoke size
 
 pages: venv  # the result pages (README, docs/leaderboard.md, docs/reproduction.md, docs/atlas.md) from the evidence
 	$(BIN)/python -m fedflat.evidence pages
+
+verify: venv  # re-run a sample of committed records from scratch at their commits (real data under data/): identical?
+	$(BIN)/python -m fedflat.evidence verify --sample $(VERIFY_SAMPLE) --study $(VERIFY_STUDY) --jobs $(TEST_WORKERS)
 
 dag: venv
 	$(BIN)/snakemake -n

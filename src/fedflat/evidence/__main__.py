@@ -3,6 +3,9 @@
   export CONFIG [--scale S]        write results/evidence/<study>/ from this machine's results/ tree
   pages [--check]                  re-render the result pages from the committed evidence (or check for drift)
   trace STUDY TABLE ROW COLUMN     the runs behind one table cell (run ids, seeds, settings, commit)
+  verify RUN_ID... | --sample K [--study S]
+                                   re-run committed records from scratch at the commit they name and report per
+                                   record: identical, within 0.1 point, or different (evidence/verify.py)
   stage-e BLOCK                    FedSynSAM's lr grids of a Table II block (A, B, C) that the catalog follows: the
                                    rule's pick, the catalog's lr, and the lr stage E must run next
   lr-sources BLOCK                 the FedSynSAM settings file's lr entries of block B or C, from the evidence"""
@@ -23,6 +26,8 @@ def main(argv=None) -> int:
     ex.add_argument("config")
     ex.add_argument("--scale", default=None)
     ex.add_argument("--prune", action="store_true", help="drop records of runs absent from this results/ tree")
+    ex.add_argument("--from", dest="source", metavar="DIR", help="read the run directories (and a leaderboard's "
+                    "checkpoint files) of the checkout at DIR (a long study's own worktree), write the evidence here")
     ex.add_argument("--keep-legacy", action="store_true", help="keep records that cannot be regenerated (a modified "
                     "tree, no commit, other numerics), marked legacy in the `legacy` column, instead of refusing them")
     pg = sub.add_parser("pages", help="render the result pages from the evidence")
@@ -30,6 +35,17 @@ def main(argv=None) -> int:
     tr = sub.add_parser("trace", help="the runs behind one table cell")
     for k in ("study", "table", "row", "column"):
         tr.add_argument(k)
+    ve = sub.add_parser("verify", help="re-run committed records from scratch and compare them with the record")
+    ve.add_argument("run_ids", nargs="*", metavar="RUN_ID")
+    ve.add_argument("--sample", type=int, help="a seeded random sample of this many records")
+    ve.add_argument("--study", help="only the records of this study's evidence (results/evidence/<study>/)")
+    ve.add_argument("--seed", type=int, default=0, help="the sample's seed")
+    ve.add_argument("--at", choices=("record", "head"), default="record",
+                    help="the code to re-run with: the commit each record names (default) or this checkout")
+    ve.add_argument("--jobs", type=int, default=1, help="records re-run in parallel (one core each)")
+    ve.add_argument("--scratch", help="where the re-runs go (default: a new temporary directory, removed after)")
+    ve.add_argument("--data-root", default="data")
+    ve.add_argument("--out", help="also write the Markdown report here, and its rows as CSV beside it")
     se = sub.add_parser("stage-e", help="the lr each FedSynSAM grid of a block needs next (stage E)")
     se.add_argument("block", choices=("A", "B", "C"))
     ls = sub.add_parser("lr-sources", help="the settings file's lr entries of a block, from the evidence")
@@ -43,7 +59,7 @@ def main(argv=None) -> int:
             cfg = load_config_file(a.config)
             if a.scale:
                 cfg["scale"] = a.scale
-            n = export_study(load_study(cfg), prune=a.prune, keep_legacy=a.keep_legacy, config_path=a.config)
+            n = _export(a, cfg, export_study, load_study)
             print(f"{cfg.get('study')}: {n['runs']} run records ({n['new']} new), {n['cells']} cells, "
                   f"{n['tables']} table files, {n['figures']} figures"
                   + (f"; {n['superseded']} records of runs no experiment lists any more moved to superseded.csv"
@@ -58,6 +74,8 @@ def main(argv=None) -> int:
                 return 1 if bad else 0
             changed = write()
             print("re-rendered: " + (", ".join(changed) if changed else "nothing changed"))
+        elif a.cmd == "verify":
+            return _verify(a)
         elif a.cmd == "stage-e":
             from .lrpicks import stage_e_report
 
@@ -74,6 +92,61 @@ def main(argv=None) -> int:
         print(f"fedflat.evidence: error: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _export(a, cfg: dict, export_study, load_study) -> dict:
+    """Export here, reading the runs of `--from DIR` when given (writing inside a running study's worktree would make
+    its tree modified, and its next runs would record a dirty commit)."""
+    import os
+    from pathlib import Path
+
+    from .export import EVIDENCE, FIGURES
+
+    here = Path.cwd()
+    config_path = Path(a.config).resolve()
+    if not a.source:
+        return export_study(load_study(cfg), prune=a.prune, keep_legacy=a.keep_legacy, config_path=config_path)
+    os.chdir(a.source)
+    try:
+        return export_study(load_study(cfg), here / EVIDENCE, here / FIGURES, prune=a.prune, keep_legacy=a.keep_legacy,
+                            config_path=config_path)
+    finally:
+        os.chdir(here)
+
+
+def _verify(a) -> int:
+    """Exit 0 when every record re-ran identical, 1 otherwise (a report line per record either way)."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from ..errors import ConfigError
+    from ..util.io import write_text
+    from .verify import pick, render, verify
+
+    if not a.run_ids and not a.sample:
+        raise ConfigError("verify: name run ids, or --sample K")
+    chosen = pick(a.run_ids, a.sample, a.study, a.seed)
+    scratch = Path(a.scratch or tempfile.mkdtemp(prefix="fedflat-verify-"))
+    scratch.mkdir(parents=True, exist_ok=True)
+    print(f"re-running {len(chosen)} record(s) in {scratch} ({a.jobs} at a time)", flush=True)
+    try:
+        out = verify(chosen, scratch, Path(a.data_root), a.at, a.jobs, progress=lambda s: print(s, flush=True))
+    finally:
+        if not a.scratch:
+            import subprocess
+
+            for tree in scratch.glob("code-*"):  # the worktrees of the records' commits
+                subprocess.run(["git", "worktree", "remove", "--force", str(tree)], capture_output=True)
+            shutil.rmtree(scratch, ignore_errors=True)
+    report = render(out)
+    print("\n" + report)
+    if a.out:  # the report, and its rows as CSV beside it (what a page renders from once committed)
+        from .verify import to_frame
+
+        write_text(Path(a.out), report + "\n")
+        write_text(Path(a.out).with_suffix(".csv"), to_frame(out).to_csv(index=False, lineterminator="\n"))
+    return 0 if all(o.verdict == "identical" for o in out) else 1
 
 
 if __name__ == "__main__":

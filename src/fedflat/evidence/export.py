@@ -138,7 +138,8 @@ def snapshot_config(path: Path, out: Path) -> Path:
     pages render against the config the evidence was made with, so a method added to the live config shows as not
     yet run instead of changing the committed verdicts (pages.Context.config)."""
     parts = path.parts
-    rel = Path(*parts[parts.index("config") + 1:]) if "config" in parts else Path(path.name)
+    last = len(parts) - 1 - parts[::-1].index("config") if "config" in parts[:-1] else None  # the repo's config/
+    rel = Path(*parts[last + 1:]) if last is not None else Path(path.name)
     dst = out / "config" / rel
     copy_file(path, dst)
     return dst
