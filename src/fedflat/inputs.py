@@ -72,7 +72,8 @@ def check_run_spec(d: Any, key: str = "--spec") -> RunSpec:
     preset = PRESETS.get(d["algorithm"], key=f"{key}.algorithm")
     if d["partition"] != "natural":
         if not isinstance(d["partition"], str):
-            raise ConfigError(f"{key}.partition: must be a partition name such as iid or dir0.1-rep, got {d['partition']!r}")
+            raise ConfigError(f"{key}.partition: must be a partition name such as iid or dir0.1-rep, "
+                              f"got {d['partition']!r}")
         try:
             parse_partition(d["partition"])
         except ConfigError as exc:

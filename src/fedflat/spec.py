@@ -70,7 +70,8 @@ def check_training(tr: dict[str, Any], key: str = "training") -> dict[str, Any]:
                            ("clip_grad_norm", 0, False), ("local_momentum", 0, False)):
         v = out[k]
         # NaN passes no comparison, so `v <= 0` alone would let lr: .nan through: finiteness first
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or (v <= lo if lo_open else v < lo):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+                or (v <= lo if lo_open else v < lo):
             raise ConfigError(f"{key}.{k}: must be a finite number {'>' if lo_open else '>='} {lo}, got {v!r}")
         out[k] = float(v)
     if not isinstance(out["vmap_clients"], bool):

@@ -22,7 +22,8 @@ def _die(msg):
 # the same checks as `fedflat validate` and `fedflat train` (src/fedflat/inputs.py): the schema, then the study;
 # then every partition file already made: a corrupted one is refused here, before Snakemake schedules (and removes
 # the outputs of) any job that reads it
-_AGAIN = "snakemake --cores 1 {path}" + "".join(f" --configfile {shlex.quote(str(f))}" for f in workflow.overwrite_configfiles)
+_AGAIN = "snakemake --cores 1 {path}" + "".join(f" --configfile {shlex.quote(str(f))}"
+                                                  for f in workflow.overwrite_configfiles)
 try:
     STUDY = validate_config(config, SCHEMA)
     check_partitions((STUDY.partition_path(pid) for pid in STUDY.partitions), command=_AGAIN)

@@ -211,8 +211,9 @@ SNAKEMAKE = "snakemake --cores 1 {path}"
 
 def regenerate(path, command: str = SNAKEMAKE) -> str:
     """The advice; `command` is the Snakemake command line with {path} where the partition file goes."""
-    return (f"delete it, then regenerate it alone with `{command.replace('{path}', str(path))}` (seeded: the same clients; runs "
-            f"already trained on it keep their outputs)")
+    line = command.replace("{path}", str(path))
+    return (f"delete it, then regenerate it alone with `{line}` (seeded: the same clients; runs already trained on it "
+            f"keep their outputs)")
 
 
 @dataclass
@@ -247,7 +248,8 @@ class Partition:
             with np.load(path, allow_pickle=False) as z:
                 flat, sizes, hist, meta = z["indices"], z["sizes"], z["histogram"], json.loads(str(z["meta"]))
         except Exception as exc:  # corrupted or truncated file: name it, do not guess
-            raise ConfigError(f"partition file {path} is corrupted or truncated ({type(exc).__name__}); {advice}") from None
+            raise ConfigError(f"partition file {path} is corrupted or truncated ({type(exc).__name__}); "
+                              f"{advice}") from None
         if not isinstance(meta, dict) or flat.ndim != 1 or sizes.ndim != 1 or hist.ndim != 2 \
                 or sizes.sum() != len(flat) or hist.shape[0] != len(sizes):
             raise ConfigError(f"partition file {path} is inconsistent (sizes vs indices); {advice}")

@@ -50,7 +50,8 @@ def read_metrics(path: str | Path):
     try:
         frame = pd.read_csv(io.StringIO(text))
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise ConfigError(f"{path}: not a readable metrics file ({' '.join(str(exc).split())[:160]}); {retrain}") from None
+        why = " ".join(str(exc).split())[:160]
+        raise ConfigError(f"{path}: not a readable metrics file ({why}); {retrain}") from None
     summary = path.with_name("summary.json")
     if summary.exists() and "round" in frame:
         try:

@@ -187,6 +187,7 @@ def render_protocols(m: dict, out_base: Path) -> None:
                f"Scale: {m['scale'].get('name', 'paper')} ({m['scale'].get('note', 'the paper settings')}).")
     if m.get("note"):
         caption += " " + m["note"]
-    write_text(out_base.with_suffix(".md"), f"# {m['title']}\n\n{md_table(wide, index=False, disable_numparse=True)}\n\n{caption}\n")
+    body = md_table(wide, index=False, disable_numparse=True)
+    write_text(out_base.with_suffix(".md"), f"# {m['title']}\n\n{body}\n\n{caption}\n")
     write_text(out_base.with_suffix(".csv"), long.to_csv(index=False))
     write_text(out_base.with_suffix(".tex"), wide.to_latex(index=False, escape=True, caption=caption, label=f"tab:{out_base.name}"))

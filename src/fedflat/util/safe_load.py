@@ -1,11 +1,12 @@
 """Loading a checkpoint, model or state file without running code from it.
 
 `torch.load` with the restricted unpickler switched off unpickles arbitrary objects, so a crafted `checkpoint.pt`
-or `model.pt` runs its code before any check of what it holds. Every file fedflat writes with `torch_save` (util/io.py) holds only
-tensors, dicts, lists, tuples, strings and numbers, which PyTorch's restricted unpickler (`weights_only=True`)
-reads without help: nothing needs registering with `torch.serialization.add_safe_globals` (the safe-loading tests
-load every file a run writes: checkpoints with each client-state backend and an error-feedback uplink, snapshots,
-models). A file that needs more is refused in one line, never opened the unsafe way.
+or `model.pt` runs its code before any check of what it holds. Every file fedflat writes with `torch_save`
+(util/io.py) holds only tensors, dicts, lists, tuples, strings and numbers, which PyTorch's restricted unpickler
+(`weights_only=True`) reads without help: nothing needs registering with `torch.serialization.add_safe_globals`
+(the safe-loading tests load every file a run writes: checkpoints with each client-state backend and an
+error-feedback uplink, snapshots, models). A file that needs more is refused in one line, never opened the unsafe
+way.
 """
 from __future__ import annotations
 
