@@ -428,15 +428,11 @@ def same(a_name, a_hp, b_name, b_hp, tmp_path, arch="linear", rounds=3):
     ("moon", {"moon_mu": 0.0}, "fedavg", {}),
 ])
 def test_reductions(tmp_path, name, hp, base, base_hp):
-    if base not in PRESETS or name not in PRESETS:
-        pytest.skip(f"{base} or {name} not registered yet")
     same(name, hp, base, base_hp, tmp_path)
 
 
 def test_fedtoga_reduction_is_not_trivial(tmp_path):
     """κ and β each change the trajectory, so the FedDyn reduction above tests something."""
-    if "feddyn" not in PRESETS:
-        pytest.skip("feddyn not registered yet")
     for hp in ({"kappa": 0.0, "beta": 0.5, "rho": 0.0}, {"kappa": 1.0, "beta": 0.0, "rho": 0.3}):
         with pytest.raises(AssertionError):
             same("fedtoga", {**hp, "alpha": 0.1}, "feddyn", {"alpha": 0.1}, tmp_path / str(hp["beta"]))
@@ -444,7 +440,7 @@ def test_fedtoga_reduction_is_not_trivial(tmp_path):
 
 # ------------------------------------------------------------------------------- registry facts
 GRAD_EVALS = {"fedasam": 2, "mofedsam": 2, "fedgamma": 2, "fedspeed": 2, "fedsmoo": 2, "fedlesam": 1,
-              "fedlesam_s": 1, "fedlesam_d": 1, "fednsam_s": 1, "fednsam_d": 1, "fedavg_nesterov": 1,
+              "fedlesam_s": 1, "fedlesam_d": 1, "fedlesam_d_up": 1, "fednsam_s": 1, "fednsam_d": 1, "fedavg_nesterov": 1,
               "fedsam_nesterov": 2, "fednsam_no_nesterov": 1, "fednsam_no_nesterov_m": 1, "fedsol": 2,
               "fedsol_fixed": 2, "fedtoga": 2, "fedntd": 1, "moon": 1,
               "fedgloss": 2, "fedswa": 1, "fedmoswa": 1, "fedwmsam": 1, "fedgmt": 1}
@@ -464,8 +460,6 @@ def test_grad_evals_source_and_defaults(name):
 @pytest.mark.parametrize("name", ["fedlesam", "fedsmoo", "moon"])
 def test_client_state_on_disk_matches_memory(tmp_path, name):
     """Stale models, FedSMOO's μ_i and MOON's previous model survive the disk-backed store."""
-    if name not in PRESETS:
-        pytest.skip(f"{name} not registered yet")
     arch = "mlp" if name == "moon" else "linear"
     kw = dict(arch=arch, local_steps=K, lr=LR, rounds=4, num_clients=4, participation=0.5)
     a, *_ = make_sim(name, {}, tmp_path / "mem", **kw)

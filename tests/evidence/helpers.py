@@ -36,18 +36,3 @@ def write_run(d: Path, spec, acc: float | None, lam: float | None = None, rounds
     (d / "benchmark.tsv").write_text("s\th:m:s\tmax_rss\tmax_vms\n12.5\t0:00:12\t512.25\t900\n")
     if lam is not None:
         (d / "hessian.json").write_text(json.dumps({"eigenvalues": [lam], "lambda_max": lam, "trace": 10 * lam}))
-
-
-def reading_rows(acc, methods, columns, prefix: str, extra: str = "other") -> pd.DataFrame:
-    """runs.csv rows of a readings stage (experiments <prefix>_<column>_<reading>, seeds 0-1):
-    acc(method, column, reading, seed) -> % or None (diverged)."""
-    rows = []
-    for m in methods:
-        for col in columns:
-            for rd in ("compress", "raw", "error_feedback"):
-                for seed in (0, 1):
-                    a = acc(m, col, rd, seed)
-                    rows.append({"experiments": f"{extra};{prefix}_{col}_{rd}", "label": m, "seed": seed,
-                                 "status": "completed" if a is not None else "diverged",
-                                 "last10_acc": float("nan") if a is None else a})
-    return pd.DataFrame(rows)

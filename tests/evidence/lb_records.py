@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fedflat.algorithms import PRESETS
 from fedflat.evidence.pages import Context
 from fedflat.evidence.records import COLUMNS
 
@@ -42,7 +43,7 @@ def complete_rows(cfg, drop_final: int = 0, final_acc=lambda preset, part, seed:
     lr, lr_only = cfg["tuning"]["lr"], cfg["tuning"]["lr_only"]
     rows, finals = [], []
     for preset, grid in cfg["methods"].items():
-        label = preset.upper()
+        label = PRESETS.get(preset).label  # the label records carry before their setting
         params = {k: v[1] if len(v) > 1 else v[0] for k, v in grid.items()}
         for part in cfg["partitions"]:
             top = max(lr if grid else lr_only)

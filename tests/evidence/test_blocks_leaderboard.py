@@ -1,6 +1,7 @@
 """The leaderboard page's v2 blocks rendered from complete synthetic stages in the real runs.csv format: every
 method's pick per partition with its edge marks, the trial counts, the ablation verdicts, the ranking; and every
 block waits while its stage is incomplete."""
+from fedflat.algorithms import PRESETS
 from fedflat.evidence import blocks_leaderboard as lb
 from fedflat.study import load_config_file
 
@@ -12,8 +13,8 @@ def test_choice_ablation_and_ranking_blocks_from_complete_stages(tmp_path):
     ctx = lb_context(tmp_path, complete_rows(cfg))
     text = lb.choice(ctx)
     assert "not complete" not in text
-    assert "| FEDSAM | 16 + 2 |" in text and "[edge: lr]" in text
-    assert "every continued cell diverged" in text and "1 (partition, method) pairs: FEDAVG on IID" in text
+    assert "| FedSAM | 16 + 2 |" in text and "[edge: lr]" in text
+    assert "every continued cell diverged" in text and "1 (partition, method) pairs: FedAvg on IID" in text
     n = len(cfg["methods"])  # no screen records here, so every pick differs from the (absent) screen's best
     assert f"for {n - 1} of {n} methods on IID, {n} of {n} methods on Dir(0.3)" in text
     abl = lb.ablation(ctx)
@@ -21,8 +22,8 @@ def test_choice_ablation_and_ranking_blocks_from_complete_stages(tmp_path):
     # pick 80 against its rho = 0 twin's 78: +2 points, beyond the final seeds' spread (85, 86, 87: std 1)
     assert abl.count("| IID |") == n_rho and "+2.00 | 1.00 | the ascent helps" in abl
     assert f"- IID: the ascent helps: {n_rho}." in abl
-    assert "| IID | FEDSAM | FEDAVG | 80.00 | 78.00 |" in abl and "| IID | FEDTOGA | - |" in abl  # ρ = 0 is FedAvg
-    assert "FEDSAM → FEDAVG" in abl and "The screen holds no pair of such runs." in abl
+    assert "| IID | FedSAM | FedAvg | 80.00 | 78.00 |" in abl and "| IID | FedTOGA | - |" in abl  # ρ = 0 is FedAvg
+    assert "FedSAM → FedAvg" in abl and "The screen holds no pair of such runs." in abl
     # complete_rows continues every base method at its grid's top lr, the twins' lr: FedAvg's diverged on IID
     # (statuses disagree), elsewhere 80 against the twins' 78
     assert "the largest difference is 2.00 points (the median 2.00)" in abl
@@ -35,14 +36,14 @@ def test_choice_ablation_and_ranking_blocks_from_complete_stages(tmp_path):
     head, names = full[-1].rsplit(": ", 1)
     assert head == "- Band 1 on Dir(0.1) (within the pooled seed spread of the best method)"
     assert names.endswith(f" ({len(cfg['methods'])} methods).")
-    assert set(names.split(" (")[0].split(", ")) == {m.upper() for m in cfg["methods"]}
+    assert set(names[:names.rindex(" (")].split(", ")) == {PRESETS.get(m).label for m in cfg["methods"]}
     assert ", band 1) |" in full[2] and "band 1.0" not in "\n".join(full)  # bands print as integers
-    # FEDAVG had no stable setting on IID: it ranks below every method that ran there
-    assert next(r for r in full if r.startswith("| FEDAVG |")).split(" | ")[1] == f"no stable setting ({len(cfg['methods']):g})"
+    # FedAvg had no stable setting on IID: it ranks below every method that ran there
+    assert next(r for r in full if r.startswith("| FedAvg |")).split(" | ")[1] == f"no stable setting ({len(cfg['methods']):g})"
     stats = lb.statistics(ctx)
     assert "median seed std of final accuracy, IID | 1.00 points" in stats
     n_pairs = len(cfg["methods"]) * len(cfg["partitions"])
-    assert f"(every continued cell diverged; no final run) | 1 of {n_pairs} |" in stats  # FEDAVG on IID
+    assert f"(every continued cell diverged; no final run) | 1 of {n_pairs} |" in stats  # FedAvg on IID
     # no Hessian in these records: the curvature rows are there, undefined, and counted
     assert "| Spearman ρ(λ_max, final accuracy), IID, all methods | - [-, -], n = 0 |" in stats
     assert "9 correlations are reported here (3 between partitions, 6 of curvature against accuracy)" in stats

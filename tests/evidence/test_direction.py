@@ -63,7 +63,7 @@ def test_lr_products_per_seed():
         {"row": "η = 0.5", "group": "IID", "metric": "acc", "per_seed": "0.8;0.8;0.8"},
         {"row": "η = 0.5", "group": "Dir(0.01)", "metric": "file:hessian_r300_train.json:lambda_max", "per_seed": ";;",
          "diverged": 3}])
-    rows = lr_products(long)
+    rows = lr_products(long, {"η = 0.01": 0.01, "η = 0.5": 0.5})
     assert [(r["eta"], r["seeds"]) for r in rows] == [(0.01, 3), (0.5, 3), (0.5, 0)] and rows[2]["diverged"] == 3
     assert rows[0]["lambda_max"] == pytest.approx((120, 20)) and rows[0]["product"] == pytest.approx((1.2, 0.2))
     assert rows[1]["product_range"] == pytest.approx((1.5, 2.5))

@@ -53,17 +53,17 @@ def test_claims_block_from_complete_stages(tmp_path):
     acc = {"fednsam": 90.0, "fedsol": 80.0}
     ctx = lb_context(tmp_path, complete_rows(cfg, final_acc=lambda preset, part, seed: acc.get(preset, 85.0) + seed))
     text = lb.claims(ctx)
-    row = next(r for r in text.splitlines() if r.startswith("| FEDNSAM |"))
+    row = next(r for r in text.splitlines() if r.startswith("| FedNSAM |"))
     # FedAvg had no stable setting on IID (complete_rows), so it loses there by divergence
-    assert row == ("| FEDNSAM | Table 2: 8 baselines | better 7, better (baseline diverged) 1 (of 8) | better 8 (of 8) "
+    assert row == ("| FedNSAM | Table 2: 8 baselines | better 7, better (baseline diverged) 1 (of 8) | better 8 (of 8) "
                    "| better 8 (of 8) |")
-    assert "- FEDNSAM" not in text  # nothing it does not win
-    sol = next(r for r in text.splitlines() if r.startswith("| FEDSOL |"))
+    assert "- FedNSAM" not in text  # nothing it does not win
+    sol = next(r for r in text.splitlines() if r.startswith("| FedSOL |"))
     assert sol.endswith("| worse 7 (of 7) |") and "better (baseline diverged) 1, worse 6 (of 7)" in sol
-    assert "- FEDSOL on Dir(0.1), not beaten: FEDAVG (worse, Δ -5.00 ± 1.00)" in text
-    assert "FEDSAM (worse, Δ -5.00 ± 1.00)" in text
+    assert "- FedSOL on Dir(0.1), not beaten: FedAvg (worse, Δ -5.00 ± 1.00)" in text
+    assert "FedSAM (worse, Δ -5.00 ± 1.00)" in text
     short = lb.claims_summary(ctx)  # the README's: the same counts, the pairs left to the docs page
-    assert row in short and "- FEDSOL" not in short and short.endswith("The pairs behind each count: `docs/leaderboard.md`.")
+    assert row in short and "- FedSOL" not in short and short.endswith("The pairs behind each count: `docs/leaderboard.md`.")
 
 
 def test_claims_block_waits_for_the_final_stage(tmp_path):

@@ -48,15 +48,15 @@ def test_screen_choices_mark_edges_and_rho_zero():
 def test_primary_rank_puts_a_diverged_method_below_every_completed_one():
     rows = []
     for seed in (0, 1):
-        rows += [_rec("final_iid", "a", "iid", seed, 90.0 + 0.1 * seed), _rec("final_iid", "b", "iid", seed, 90.05 + 0.1 * seed),
-                 _rec("final_iid", "c", "iid", seed, 85.0)]
-    rows += [_rec("final_iid", "d", "iid", 0, 99.0), _rec("final_iid", "d", "iid", 1, 0, status="diverged"),
-             _rec("final_iid", "e", "iid", 0, 50.0), _rec("final_iid", "e", "iid", 1, 0, status="diverged")]
+        rows += [_rec("final_iid", "fedavg", "iid", seed, 90.0 + 0.1 * seed), _rec("final_iid", "fedsam", "iid", seed, 90.05 + 0.1 * seed),
+                 _rec("final_iid", "fedprox", "iid", seed, 85.0)]
+    rows += [_rec("final_iid", "scaffold", "iid", 0, 99.0), _rec("final_iid", "scaffold", "iid", 1, 0, status="diverged"),
+             _rec("final_iid", "moon", "iid", 0, 50.0), _rec("final_iid", "moon", "iid", 1, 0, status="diverged")]
     r = lbstats.primary_ranks(pd.DataFrame(rows)).set_index("preset")
-    assert r.loc["b", "rank"] == 1 and r.loc["a", "rank"] == 2 and r.loc["c", "rank"] == 3
-    assert r.loc["d", "rank"] == 4 and r.loc["e", "rank"] == 5  # best completed seed of all, still below c
-    assert r.loc["a", "band"] == r.loc["b", "band"] == 1 and r.loc["c", "band"] == 2
-    assert r.loc["d", "mean"] == pytest.approx(99.0)
+    assert r.loc["fedsam", "rank"] == 1 and r.loc["fedavg", "rank"] == 2 and r.loc["fedprox", "rank"] == 3
+    assert r.loc["scaffold", "rank"] == 4 and r.loc["moon", "rank"] == 5  # best completed seed of all, still below c
+    assert r.loc["fedavg", "band"] == r.loc["fedsam", "band"] == 1 and r.loc["fedprox", "band"] == 2
+    assert r.loc["scaffold", "mean"] == pytest.approx(99.0)
 
 
 def test_seed_spread_and_partition_correlation_by_hand():

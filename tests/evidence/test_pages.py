@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from fedflat.evidence.pages import CHECKED, PAGES, Context, drift, stray_numbers, stray_report
+from fedflat.evidence.pages import CHECKED, Context, drift, pages, stray_numbers, stray_report
 
 REPO = Path(__file__).resolve().parents[2]
+PAGES = list(pages(Context(root=REPO)))  # the pages code renders and those the findings declare
 
 
 @pytest.fixture(scope="module")

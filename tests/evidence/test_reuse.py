@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from fedflat.evidence.export import export_study
-from fedflat.papers.kinds_tuning import GridSearchTable, grid_choice, grid_scores
+from fedflat.papers.kinds_tuning import GridSearchTable
+from fedflat.report.grids import grid_choice, grid_scores
 from fedflat.papers.stats import summary_metric
 from fedflat.recorded import covers, read_outcome, recorded
 from fedflat.study import load_study

@@ -13,7 +13,7 @@ from fedflat.papers.catalog import prepare_catalog
 from fedflat.scale import apply_scale
 from fedflat.study import load_study
 
-from .paper_helpers import PAPERS, ROOT, load_or_skip, paper_config
+from .paper_helpers import PAPERS, ROOT, paper_config
 
 S3, S5 = 3, 5  # seeds: 3 where the paper does not say (FedNSAM, FedSOL, FedSynSAM, FedTOGA), 5 for FedSAGD
 
@@ -52,7 +52,7 @@ EXPECTED = {
 @pytest.mark.parametrize("scale", ["tiny", "reduced", "paper"])
 @pytest.mark.parametrize("paper", PAPERS)
 def test_catalog_runs_equal_paper_grid(paper, scale):
-    study = load_or_skip(paper_config(paper, scale))
+    study = load_study(paper_config(paper, scale))
     assert len(study.runs) == EXPECTED[paper]
     assert study.tables_dir == f"results/papers/{paper}" and study.figures_dir == f"figures/{paper}"
     assert study.tables, "every paper has tables"
@@ -61,14 +61,14 @@ def test_catalog_runs_equal_paper_grid(paper, scale):
 
 
 def test_tiny_uses_standins_only():
-    study = load_or_skip(paper_config("fednsam", "tiny"))
+    study = load_study(paper_config("fednsam", "tiny"))
     assert {s.dataset for s in study.runs.values()} == {"digits_as_cifar10", "digits_as_cifar100", "digits_as_tiny_imagenet"}
     assert all(s.model.startswith("mlp_as_") and s.training["rounds"] == 2 for s in study.runs.values())
 
 
 def test_shared_runs_are_computed_once():
     """FedNSAM Table 4's p=10% column and Table 2's CIFAR-100/ResNet-18 cells are the same runs."""
-    study = load_or_skip(paper_config("fednsam", "tiny"))
+    study = load_study(paper_config("fednsam", "tiny"))
     t2 = {rid for rid, lab in study.experiments["t2"] if lab["model"].endswith("resnet18") and lab["dataset"].endswith("cifar100")}
     assert t2 == {rid for rid, _ in study.experiments["t4_p10"]}
 
@@ -117,7 +117,7 @@ def test_report_caption_and_compute_proxy():
     from fedflat.papers.catalog import report_caption
     from fedflat.papers.compute import run_sample_grads
 
-    study = load_or_skip(paper_config("fednsam", "tiny"))
+    study = load_study(paper_config("fednsam", "tiny"))
     cap = report_caption(study, "tables", "table4")
     assert cap.startswith("FedNSAM Table 4: CIFAR-100 ResNet-18") and "(scale: tiny; digits stand-ins" in cap
     spec = next(s for s in study.runs.values() if s.algorithm == "fedsam")
@@ -180,7 +180,7 @@ def test_scaled_catalog_keeps_paper_runs_apart_and_reaches_every_threshold(paper
     """Every catalog loads at reduced and tiny; runs that train differently at paper scale still do
     (FedNSAM 2%/5%, FedSAGD 1%/2%, FedSOL 2%/5%/10% were 1 client per round each); every synthetic-data
     run reaches its R (FedSynSAM/DynaFed were FedSAM/FedAvg at 30 and 2 rounds)."""
-    ps, ss = load_or_skip(paper_config(paper, "paper")), load_or_skip(paper_config(paper, scale))
+    ps, ss = load_study(paper_config(paper, "paper")), load_study(paper_config(paper, scale))
     seen: dict[str, set] = {}
     for e, entries in ss.experiments.items():
         for (rid, _), (pid, _) in zip(entries, ps.experiments[e]):
@@ -225,15 +225,15 @@ def _steps(study, experiment: str) -> int:
 @pytest.mark.parametrize("scale", ["paper", "reduced", "tiny"])
 def test_local_step_ratios_are_kept(scale):
     """FedSynSAM Table IV (20/10/5 steps), FedSOL Fig. 4b (1/5/10 epochs), FedTOGA Fig. 7 (1/2/5/10 epochs)."""
-    syn = load_or_skip(paper_config("fedsynsam", scale))
+    syn = load_study(paper_config("fedsynsam", scale))
     assert _steps(syn, "t4A_k20_q4") == 2 * _steps(syn, "t2A_c10_q4") == 4 * _steps(syn, "t4A_k5_q4")
     assert _steps(syn, "t4C_k20_k25") == 2 * _steps(syn, "t2C_c10_k25") == 4 * _steps(syn, "t4C_k5_k25")
-    sol = load_or_skip(paper_config("fedsol", scale))
+    sol = load_study(paper_config("fedsol", scale))
     if scale == "reduced":  # whole epochs on unbalanced clients (FedNova needs their unequal τ_i): 1/2/4, in order
         assert 2 * _steps(sol, "f4_e1") == _steps(sol, "t2_c10") and _steps(sol, "f4_e10") == 2 * _steps(sol, "t2_c10")
     else:
         assert 5 * _steps(sol, "f4_e1") == _steps(sol, "t2_c10") and _steps(sol, "f4_e10") == 2 * _steps(sol, "t2_c10")
-    toga = load_or_skip(paper_config("fedtoga", scale))
+    toga = load_study(paper_config("fedtoga", scale))
     e5 = _steps(toga, "t1_c10_n100")
     assert (5 * _steps(toga, "f7_e1"), 5 * _steps(toga, "f7_e2"), _steps(toga, "f7_e10")) == (e5, 2 * e5, 2 * e5)
 
@@ -243,7 +243,7 @@ def test_no_pretrained_224px_transformer_below_paper_scale(scale):
     from fedflat.models import build_model
     from fedflat.papers.standins import PRETRAINED_TRANSFORMERS
 
-    study = load_or_skip(paper_config("fednsam", scale))
+    study = load_study(paper_config("fednsam", scale))
     t3 = {study.runs[rid].model: study.runs[rid].model_kwargs for rid, _ in study.experiments["t3"]}
     assert len(t3) == 3 and not set(t3) & set(PRETRAINED_TRANSFORMERS)
     if scale == "reduced":  # three different from-scratch ViTs at Tiny-ImageNet's 64 px
@@ -263,7 +263,7 @@ def test_fedsagd_local_work_is_in_the_papers_epochs(scale, expected):
     """A.3's epochs (CIFAR 5, EMNIST-L 20, Shakespeare 1 of [1, 5]) /5 at reduced; tiny runs 2 steps."""
     from fedflat.scale import effective_settings
 
-    study = load_or_skip(paper_config("fedsagd", scale))
+    study = load_study(paper_config("fedsagd", scale))
     for e, want in expected.items():
         (got,) = {(effective_settings(study.runs[r])["training.local_work"],
                    effective_settings(study.runs[r])["training.local_work_unit"]) for r, _ in study.experiments[e]}

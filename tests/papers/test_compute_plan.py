@@ -1,12 +1,13 @@
 """`python -m fedflat.papers --plan`: CPU hours at reduced scale come from the shared throughput cache."""
 from fedflat.papers.__main__ import main
 from fedflat.papers.compute import dataset_family, run_sample_grads, summarise
+from fedflat.study import load_study
 
-from .paper_helpers import load_or_skip, paper_config
+from .paper_helpers import paper_config
 
 
 def test_summarise_uses_the_shared_cache_and_counts_shared_runs_once():
-    study = load_or_skip(paper_config("fedsagd", "tiny"))
+    study = load_study(paper_config("fedsagd", "tiny"))
     cache = {f"{s.model}|{dataset_family(s.dataset)}": 1000.0 for s in study.runs.values()}
     rows = summarise(study, measure=True, cache=cache)
     total = rows[-1]
@@ -25,7 +26,7 @@ def test_plan_refuses_a_missing_catalog(tmp_path, capsys):
 def test_epochs_are_planned_on_the_data_sets_own_size():
     """FedSAGD's EMNIST-L (the first 10 letters: 48000 samples over 500 clients) runs 20 epochs of 96
     samples, not of EMNIST's 124800/500."""
-    study = load_or_skip(paper_config("fedsagd", "paper"))
+    study = load_study(paper_config("fedsagd", "paper"))
     spec = next(s for s in study.runs.values() if s.dataset == "emnist-l10" and s.algorithm == "fedavg")
     assert spec.training["local_epochs"] == 20 and spec.clients_per_round == 5
     assert run_sample_grads(spec) == 2000 * 5 * 20 * 96
@@ -36,7 +37,7 @@ def test_left_counts_only_the_runs_the_committed_evidence_does_not_hold(tmp_path
 
     from fedflat.evidence.records import COLUMNS
 
-    study = load_or_skip(paper_config("fedsagd", "tiny"))
+    study = load_study(paper_config("fedsagd", "tiny"))
     cache = {f"{s.model}|{dataset_family(s.dataset)}": 1000.0 for s in study.runs.values()}
     monkeypatch.chdir(tmp_path)
     before = summarise(study, measure=True, cache=cache)

@@ -8,9 +8,9 @@ import torch
 from fedflat.build import build
 from fedflat.papers.published import parse_published
 from fedflat.papers.settings import experiment_targets
-from fedflat.study import figure_inputs, figure_manifest, table_inputs
+from fedflat.study import figure_inputs, figure_manifest, load_study, table_inputs
 
-from .paper_helpers import load_or_skip, paper_config
+from .paper_helpers import paper_config
 
 ONE_TABLE = {"fednsam": "table5", "fedsagd": "table8", "fedsol": "table5", "fedsynsam": "table4_top", "fedtoga": "table11"}
 
@@ -24,7 +24,7 @@ def workdir(tmp_path_factory):
 @pytest.mark.parametrize("paper", sorted(ONE_TABLE))
 def test_one_table_per_paper_end_to_end(paper, workdir):
     cfg = paper_config(paper, "tiny")
-    study = load_or_skip(cfg)
+    study = load_study(cfg)
     name = ONE_TABLE[paper]
     md, csv, tex = build(study, name, workdir / paper)
     entry = cfg["tables"][name]
@@ -52,7 +52,7 @@ def test_fedsynsam_fig1_landscape_end_to_end(workdir):
     assert not [n for n in {**cfg.get("figures", {}), **cfg["pending_figures"]} if n.startswith("fig1_landscape_")]
     assert "fig_hessian_density" in cfg["pending_figures"]
     assert {"fig1_landscape", "table1_hessian"} <= set(experiment_targets(cfg)["t1_iid_none"])
-    study = load_or_skip(cfg)
+    study = load_study(cfg)
     seed0 = {e: [study.run_dir(r) for r, lab in study.experiments[e] if lab["seed"] == 0][0] for e in study.experiments}
     m = figure_manifest(study, "fig1_landscape")
     want = [("(a) 4 bit Quantization, IID", "t1_iid_q4", "t1_iid_none"),

@@ -10,14 +10,14 @@ import torch
 from fedflat.errors import ConfigError
 from fedflat.build import build
 from fedflat.papers.published import parse_published
-from fedflat.study import figure_inputs, figure_manifest, table_inputs
+from fedflat.study import figure_inputs, figure_manifest, load_study, table_inputs
 
-from .paper_helpers import load_or_skip, paper_config
+from .paper_helpers import paper_config
 
 
 @pytest.fixture(scope="module")
 def study():
-    return load_or_skip(paper_config("fedsol", "tiny"))
+    return load_study(paper_config("fedsol", "tiny"))
 
 
 def _runs(study, table):

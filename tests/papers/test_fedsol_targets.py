@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from fedflat.build import build
-from fedflat.study import table_inputs
+from fedflat.study import load_study, table_inputs
 
-from .paper_helpers import load_or_skip, paper_config
+from .paper_helpers import paper_config
 
 
 def _one_seed(cfg):
@@ -18,7 +18,7 @@ def _one_seed(cfg):
 
 
 def test_table9_resolves_every_cell_to_personalize_runs():
-    study = load_or_skip(paper_config("fedsol", "tiny"))
+    study = load_study(paper_config("fedsol", "tiny"))
     runs = {f.rsplit("/", 1)[0] for f in table_inputs(study, "table9")}
     specs = [study.runs[r[len("results/runs/"):]] for r in runs]
     assert len(specs) == 6 * 3 * 3  # 6 methods x 3 datasets x 3 seeds
@@ -31,7 +31,7 @@ def test_table9_resolves_every_cell_to_personalize_runs():
 @pytest.mark.parametrize("name", ["fig5b_lambda"])  # the new kind; Figs. 3a/3b/5a are stock kinds (built by hand)
 def test_fedsol_figures_build_at_tiny_scale(name, tmp_path):
     torch.set_num_threads(1)
-    study = load_or_skip(_one_seed(paper_config("fedsol", "tiny")))
+    study = load_study(_one_seed(paper_config("fedsol", "tiny")))
     pdf, png = build(study, name, tmp_path, section="figures")
     assert pdf.stat().st_size > 0 and png.stat().st_size > 0
     metrics = list((tmp_path / "results" / "runs").rglob("metrics.csv"))

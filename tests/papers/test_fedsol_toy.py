@@ -6,8 +6,9 @@ import torch
 from fedflat.errors import ConfigError
 from fedflat.build import build
 from fedflat.papers.toy_fedsol import DEFAULTS, _params, equilibria, fedprox_grad, fedsol_grad, paths
+from fedflat.study import load_study
 
-from .paper_helpers import load_or_skip, paper_config
+from .paper_helpers import paper_config
 
 
 def test_gradients_match_the_closed_forms_of_app_h():
@@ -43,6 +44,6 @@ def test_bad_toy_settings_name_the_key(key, value):
 @pytest.mark.parametrize("name", ["fig12_toy", "fig2_partitions"])
 def test_new_fedsol_figures_build_at_tiny_scale(name, tmp_path):
     torch.set_num_threads(1)
-    study = load_or_skip(paper_config("fedsol", "tiny"))
+    study = load_study(paper_config("fedsol", "tiny"))
     pdf, png = build(study, name, tmp_path, section="figures")
     assert pdf.stat().st_size > 0 and png.stat().st_size > 0

@@ -1,9 +1,9 @@
 """FedTOGA catalog entries added with FedRCL, Table 8, Figs. 1 and 5 (no training: selection only;
 the targets were built end to end by hand at tiny scale, see docs/papers.md)."""
 from fedflat.papers.published import parse_published
-from fedflat.study import figure_inputs, table_inputs
+from fedflat.study import figure_inputs, load_study, table_inputs
 
-from .paper_helpers import load_or_skip, paper_config
+from .paper_helpers import paper_config
 
 
 def _runs(study, name, section="tables"):
@@ -13,7 +13,7 @@ def _runs(study, name, section="tables"):
 
 def test_fedrcl_rows_and_table8_reuse_table2():
     cfg = paper_config("fedtoga", "tiny")
-    study = load_or_skip(cfg)
+    study = load_study(cfg)
     for t in ("table1_upper", "table1_lower"):
         assert "FedRCL" in cfg["tables"][t]["rows"]
     t2 = _runs(study, "table2")
@@ -32,7 +32,7 @@ def test_fedrcl_rows_and_table8_reuse_table2():
 
 
 def test_fig5_and_fig1_select_existing_runs_plus_the_new_ones():
-    study = load_or_skip(paper_config("fedtoga", "tiny"))
+    study = load_study(paper_config("fedtoga", "tiny"))
     t1 = _runs(study, "table1_upper")
     f5 = _runs(study, "fig5_np", "figures")
     assert len(f5) == 2 * 4 * 3 and len(f5 - t1) == 2 * 2 * 3  # only the +NP runs are new

@@ -5,7 +5,8 @@ export  -- a study's results/ tree -> results/evidence/<study>/{runs.csv, cells.
 store   -- reading the committed evidence back (pandas), on a fresh clone without run directories
 markers -- the begin/end markers of generated blocks in Markdown files
 pages   -- which file holds which generated block; render them, or check them against the evidence (drift)
-blocks_* -- the blocks themselves: tables and statistics computed from the evidence only
+findings -- the one mechanism behind every declared finding (a config's `findings:`): records, decision, block
+blocks_* -- the blocks still written as code: tables and statistics computed from the evidence only
 atlas   -- docs/atlas.md: per paper and target, what is published, reproduced, out of reach
 trace   -- the runs behind one table cell
 """

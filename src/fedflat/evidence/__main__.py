@@ -5,10 +5,7 @@
   trace STUDY TABLE ROW COLUMN     the runs behind one table cell (run ids, seeds, settings, commit)
   verify RUN_ID... | --sample K [--study S]
                                    re-run committed records from scratch at the commit they name and report per
-                                   record: identical, within 0.1 point, or different (evidence/verify.py)
-  stage-e BLOCK                    FedSynSAM's lr grids of a Table II block (A, B, C) that the catalog follows: the
-                                   rule's pick, the catalog's lr, and the lr stage E must run next
-  lr-sources BLOCK                 the FedSynSAM settings file's lr entries of block B or C, from the evidence"""
+                                   record: identical, within 0.1 point, or different (evidence/verify.py)"""
 from __future__ import annotations
 
 import argparse
@@ -46,10 +43,6 @@ def main(argv=None) -> int:
     ve.add_argument("--scratch", help="where the re-runs go (default: a new temporary directory, removed after)")
     ve.add_argument("--data-root", default="data")
     ve.add_argument("--out", help="also write the Markdown report here, and its rows as CSV beside it")
-    se = sub.add_parser("stage-e", help="the lr each FedSynSAM grid of a block needs next (stage E)")
-    se.add_argument("block", choices=("A", "B", "C"))
-    ls = sub.add_parser("lr-sources", help="the settings file's lr entries of a block, from the evidence")
-    ls.add_argument("block", choices=("B", "C"))
     a = ap.parse_args(argv)
     try:
         if a.cmd == "export":
@@ -76,14 +69,6 @@ def main(argv=None) -> int:
             print("re-rendered: " + (", ".join(changed) if changed else "nothing changed"))
         elif a.cmd == "verify":
             return _verify(a)
-        elif a.cmd == "stage-e":
-            from .lrpicks import stage_e_report
-
-            print(stage_e_report(a.block))
-        elif a.cmd == "lr-sources":
-            from .lrsources import report
-
-            print(report(a.block))
         else:
             from .trace import render
 

@@ -127,11 +127,11 @@ def screen(ctx) -> str:
     lines = [f"- {len(ch)} methods have a completed screen cell; the best validation score is "
              f"{_f(ch['score'].max())} % ({ch.loc[ch['score'].idxmax(), 'label']}).",
              f"- ρ = 0 (the ascent switched off) is the best screen cell for {int(rho['rho0'].sum())} of the "
-             f"{len(rho)} methods with a radius grid" + (": " + ", ".join(sorted(rho.loc[rho['rho0'], 'label'].map(lambda s: s.split(' lr=')[0]))) if rho['rho0'].any() else "") + ".",
+             f"{len(rho)} methods with a radius grid" + (": " + ", ".join(sorted(rho.loc[rho['rho0'], 'preset'].map(lbstats.method_label))) if rho['rho0'].any() else "") + ".",
              f"- The chosen lr sits on an edge of the lr grid for {len(edge_lr)} of {len(ch)} methods"
-             + (": " + ", ".join(f"{r.label.split(' lr=')[0]} ({r.lr:g})" for r in edge_lr.itertuples()) if len(edge_lr) else "") + ".",
+             + (": " + ", ".join(f"{lbstats.method_label(r.preset)} ({r.lr:g})" for r in edge_lr.itertuples()) if len(edge_lr) else "") + ".",
              f"- An own key with 3 or more values sits on an edge of its grid for {len(edge_key)} of the {len(multi)} "
-             f"methods with such a key" + (": " + ", ".join(f"{r.label.split(' lr=')[0]}" for r in edge_key.itertuples()) if len(edge_key) else "") + "."]
+             f"methods with such a key" + (": " + ", ".join(lbstats.method_label(r.preset) for r in edge_key.itertuples()) if len(edge_key) else "") + "."]
     return "\n".join(lines)
 
 
@@ -223,7 +223,7 @@ def _parts(parts) -> list[str]:
 def choice(ctx) -> str:
     """The v2 choice per partition, from the continuation's records: each method's pick with its edge marks."""
     from ..leaderboard.table import edges
-    from ..papers.kinds_tuning import setting_text
+    from ..report.grids import setting_text
 
     runs = ctx.evidence("leaderboard").runs()
     lb = _config(ctx)
@@ -317,8 +317,8 @@ def _rho0_picks_line(runs, label: dict, ranked, fin) -> str:
 
 
 def _labels(runs) -> dict[str, str]:
-    """preset -> its label, as the records name it (without the setting)."""
-    return dict(zip(runs["preset"], runs["label"].astype(str).str.split(" lr=").str[0]))
+    """preset -> its label as the pages print it (lbstats.method_label)."""
+    return {p: lbstats.method_label(p) for p in runs["preset"].unique()}
 
 
 def _pair_counts(pairs):

@@ -53,30 +53,6 @@ def beyond_spread(method: list[float], baseline: list[float]) -> tuple[float, fl
     return delta, pooled, verdict
 
 
-def seed_values(runs, run_ids: list[str], metric: str) -> tuple[list[float], int]:
-    """(the completed runs' values of `metric`, how many of the cell's recorded runs did not complete)."""
-    col = METRIC_COLUMN[metric]
-    sub = runs[runs["run_id"].isin(run_ids)]
-    done = sub[sub["status"] == "completed"]
-    return [float(v) for v in done[col]], len(sub) - len(done)
-
-
-def compare_cells(runs, method_ids: list[str], baseline_ids: list[str], metric: str) -> dict:
-    """beyond_spread of two table cells from the evidence: {ours (the difference), pooled, verdict, mean, base_mean,
-    diverged}. No verdict (None, NaNs) until every run of both cells is settled (cell_value), nor where one
-    diverged (`diverged` counts them)."""
-    out = {"ours": math.nan, "pooled": math.nan, "verdict": None, "mean": math.nan, "base_mean": math.nan,
-           "diverged": 0}
-    if any(cell_value(runs, ids, metric)[2] != len(ids) for ids in (method_ids, baseline_ids)):
-        return out
-    (a, da), (b, db) = seed_values(runs, method_ids, metric), seed_values(runs, baseline_ids, metric)
-    out["diverged"] = da + db
-    if a and b and not out["diverged"]:
-        out["ours"], out["pooled"], out["verdict"] = beyond_spread(a, b)
-        out["mean"], out["base_mean"] = float(np.mean(a)), float(np.mean(b))
-    return out
-
-
 def signed(x) -> str:
     """A difference as the result pages print it: +1.23, or - where there is none."""
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:+.2f}"

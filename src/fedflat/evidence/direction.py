@@ -109,19 +109,20 @@ def block(ctx) -> str:
 LR_METRICS = {"(a)": "file:hessian_r300_train.json:lambda_max", "(b)": "file:hessian_r300_clients.json:lambda_max_mean"}
 
 
-def lr_products(long, metric: str = LR_METRICS["(a)"]) -> list[dict]:
+def lr_products(long, eta: dict[str, float], metric: str = LR_METRICS["(a)"]) -> list[dict]:
     """From the lr_sharpness table's long frame (its .csv): per partition and lr, λ_max over seeds and λ_max·η
     per seed (mean, std, min, max): gradient descent on a quadratic is stable while λ_max·η < 2, so a product
-    that sits near 2 at every lr is the edge of stability, and a product that falls with η is not."""
+    that sits near 2 at every lr is the edge of stability, and a product that falls with η is not. `eta`: each
+    row's lr, read from its runs' records (row_lrs), not from the row's label."""
     import statistics
 
     out = []
     lam = long[long["metric"].astype(str) == metric]
     for _, r in lam.iterrows():
-        eta = float(str(r["row"]).split("=")[-1])
+        eta_r = eta[str(r["row"])]
         seeds = [float(v) for v in str(r["per_seed"]).split(";") if v not in ("", "nan")]
-        prod = [v * eta for v in seeds]
-        out.append({"partition": r["group"], "eta": eta, "seeds": len(seeds),
+        prod = [v * eta_r for v in seeds]
+        out.append({"partition": r["group"], "eta": eta_r, "seeds": len(seeds),
                     "diverged": int(r["diverged"]) if "diverged" in r and r["diverged"] == r["diverged"] else 0,
                     "lambda_max": (statistics.fmean(seeds), statistics.stdev(seeds)) if len(seeds) > 1 else
                     (seeds[0] if seeds else math.nan, math.nan),
@@ -129,6 +130,16 @@ def lr_products(long, metric: str = LR_METRICS["(a)"]) -> list[dict]:
                     (prod[0] if prod else math.nan, math.nan),
                     "product_range": (min(prod), max(prod)) if prod else (math.nan, math.nan)})
     return out
+
+
+def row_lrs(ev, table: str) -> dict[str, float]:
+    """{row: the lr its runs trained at} of one of the study's tables, from cells.csv and the runs' records."""
+    cells = ev.cells()
+    lr = dict(zip(ev.runs()["run_id"], ev.runs()["lr"].astype(float)))
+    out: dict[str, set] = {}
+    for r in cells[cells["table"] == table].itertuples():
+        out.setdefault(r.row, set()).add(lr[r.run_id])
+    return {row: next(iter(v)) for row, v in out.items() if len(v) == 1}
 
 
 def lr_block(ctx) -> str:
@@ -143,7 +154,8 @@ def lr_block(ctx) -> str:
     if text is None or csv is None:
         return PENDING
     frame = pd.read_csv(io.StringIO(csv))
-    rows = lr_products(frame)
+    eta = row_lrs(ctx.evidence(STUDY), "lr_sharpness")
+    rows = lr_products(frame, eta)
     lines = ["| partition | η | 2/η | λ_max, protocol (a) (mean ± std over seeds) | λ_max·η (mean ± std) | λ_max·η (min to max) |",
              "|---|---|---|---|---|---|"]
     for r in rows:
@@ -157,7 +169,7 @@ def lr_block(ctx) -> str:
                      f"{r['product_range'][0]:.2f} to {r['product_range'][1]:.2f} |")
     lines.append("")
     for protocol, metric in LR_METRICS.items():
-        found = lr_products(frame, metric)
+        found = lr_products(frame, eta, metric)
         if not found:
             continue
         lam = {(r["partition"], r["eta"]): r["lambda_max"][0] for r in found if r["seeds"]}

@@ -12,6 +12,13 @@ from ..util.stats import correlation, kendall, seed_std
 STAGES = {"tune_": "screen", "cont_": "continuation", "final_": "final", "ablation_": "ablation"}
 
 
+def method_label(preset: str) -> str:
+    """A preset's name as the pages print it: its registry label (a record's `label` also names its setting)."""
+    from ..algorithms import PRESETS
+
+    return PRESETS.get(preset).label
+
+
 def stages_of(experiments: str) -> list[str]:
     """Every stage a run serves, from the experiments it belongs to: a continued rho = 0 cell that is also a pick's
     ablation twin (the same settings, so the same run id) serves both the continuation and the ablation."""
@@ -112,8 +119,7 @@ def primary_ranks(runs: pd.DataFrame) -> pd.DataFrame:
                           "status": r["status"], "final_acc": r["final_acc"].astype(float)})
     lost = {p: dict(zip(g["preset"], g["preset"])) for p, g in unstable.groupby("partition")}
     agg = per_method(frame, parts, lost)
-    labels = {**dict(zip(unstable["preset"], unstable["label"])),
-              **dict(zip(r["preset"], r["label"].astype(str).str.split(" lr=").str[0]))}
+    labels = {p: method_label(p) for p in set(unstable["preset"]) | set(r["preset"])}
     df = pd.DataFrame({"partition": agg["partition"], "preset": agg["preset"], "label": agg["preset"].map(labels),
                        "diverged": agg["diverged"].astype(int), "seeds": agg["seeds"].astype(int),
                        "mean": agg["ok_acc"].astype(float), "std": agg["ok_std"].astype(float),
@@ -125,7 +131,7 @@ def primary_ranks(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _grid_frame(sub: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Records as papers.kinds_tuning.grid_scores lays out a grid (method = preset, row = the settings as JSON,
+    """Records as report.grids.grid_scores lays out a grid (method = preset, row = the settings as JSON,
     value = lr, acc NaN unless the run completed), so the pages apply the checkpoints' own selection rule."""
     return pd.DataFrame({"method": sub["preset"].to_numpy(),
                          "row": sub["hparams"].map(lambda h: json.dumps(json.loads(h), sort_keys=True)).to_numpy(),
@@ -135,17 +141,17 @@ def _grid_frame(sub: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def continuation_choices(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.DataFrame:
     """Per (partition, preset): the pick of the v2 choice, its best full-horizon validation cell among the
-    continued ones by the choice checkpoint's own rule (kinds_tuning.cell_means and ranked_cells: the mean over
+    continued ones by the choice checkpoint's own rule (report.grids.cell_means and ranked_cells: the mean over
     the continuation seeds, a cell with a diverged seed never picked; ties: the earlier cell, then the smaller
     lr), with `continued` (cells run) and `diverged` (cells with a diverged seed). A method whose every
     continued cell diverged has lr NaN: it is left out of the final runs."""
-    from ..papers.kinds_tuning import cell_means, ranked_cells
+    from ..report.grids import cell_means, ranked_cells
 
     out = []
     for (part, preset), sub in stage_runs(runs, "continuation").groupby(["partition", "preset"], sort=True):
         means = cell_means(_grid_frame(sub, metric))
         best = next(iter(ranked_cells(means.unstack("value")).get(preset, [])), None)
-        out.append({"partition": part, "preset": preset, "label": str(sub["label"].iloc[0]).split(" lr=")[0],
+        out.append({"partition": part, "preset": preset, "label": method_label(preset),
                     "lr": float(best[1]) if best else float("nan"), "params": json.loads(best[0]) if best else {},
                     "score": float(best[2]) if best else float("nan"),
                     "continued": len(means), "diverged": int(means.isna().sum())})
@@ -174,7 +180,7 @@ def ablation_verdicts(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.Data
     abl = stage_runs(runs, "ablation")
     if abl.empty:
         return pd.DataFrame()
-    from ..papers.kinds_tuning import cell_means
+    from ..report.grids import cell_means
 
     picks = continuation_choices(runs, metric).set_index(["partition", "preset"])
     fin = final_means(runs).set_index(["partition", "preset"]) if len(stage_runs(runs, "final")) else None
@@ -185,7 +191,7 @@ def ablation_verdicts(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.Data
             std = float(fin["std"].get((part, preset), float("nan"))) if fin is not None else float("nan")
             d = pick - score
             same = rho0_base(preset, sub["params"].iloc[0])
-            out.append({"partition": part, "preset": preset, "label": str(sub["label"].iloc[0]).split(" lr=")[0],
+            out.append({"partition": part, "preset": preset, "label": method_label(preset),
                         "lr": lr, "pick": pick, "ablation": score, "delta": d, "std": std,
                         "verdict": ascent_verdict(pick, score, std), "same_as": same[0] if same else ""})
     return pd.DataFrame(out)

@@ -15,13 +15,13 @@ from typing import Callable
 from . import blocks_leaderboard as lb
 from . import blocks_reproduction as rep
 from . import blocks_studies as small
-from . import (block_diagnostics, deviations, direction, dual_diagnostics, dynafed_finetune, error_feedback, gaps,
-               lrpicks, margin, ordering, reading_tests, readings, scope, sparse_column)
+from . import deviations, direction, gaps
 from .export import EVIDENCE, FIGURES
 from .markers import replace
 from .store import Evidence, load
 
 ATLAS = "docs/atlas.md"
+TUNING = "fedsynsam_tuning_fmnist_v2"
 
 # file -> {block name: renderer(ctx) -> Markdown}
 PAGES: dict[str, dict[str, Callable]] = {
@@ -39,27 +39,12 @@ PAGES: dict[str, dict[str, Callable]] = {
                              **{f"fedsynsam-{t}": rep.target(t) for t in rep.TARGETS},
                              **{f"fedsynsam-{f}": rep.figure(f) for f in rep.FIGURES},
                              "fedsynsam-gaps": gaps.block_for("fedsynsam"),
-                             "fedsynsam-readings": readings.block, "fedsynsam-scope": scope.block,
-                             "fedsynsam-fedgamma-rho": rep.study_table(readings.STUDY, "rho_A_q8_fedgamma"),
-                             **{f"fedsynsam-{t.replace('_', '-')}": rep.study_table(readings.STUDY, t)
+                             "fedsynsam-fedgamma-rho": rep.study_table(TUNING, "rho_A_q8_fedgamma"),
+                             **{f"fedsynsam-{t.replace('_', '-')}": rep.study_table(TUNING, t)
                                 for t in ("colgrid_A_q8", "colgrid_A_k10", "fgread_A_topk", "colgrid_A_q8_duals",
                                           "rhogrid_A_k10", "colgrid_B_k10", "rhogrid_B_k10", "efmodel_topk",
                                           "rhogrid_C_k10", "edge_C_q4", "dyna_C_q4", "efmodel_q4", "tkread_A", "mlpread_A",
                                           "colgrid_C_k10", "ef1x_C_k10")},
-                             "fedsynsam-block-b-diagnostics": block_diagnostics.block,
-                             "fedsynsam-block-c-diagnostics": block_diagnostics.block_c,
-                             "fedsynsam-sparse-column-c": sparse_column.block,
-                             "fedsynsam-dynafed-finetune": dynafed_finetune.block,
-                             "fedsynsam-dual-diagnostics": dual_diagnostics.block,
-                             "fedsynsam-error-feedback": error_feedback.block,
-                             "fedsynsam-topk-reading": reading_tests.TOPK.block,
-                             "fedsynsam-mlp-reading": reading_tests.MLP.block,
-                             "fedsynsam-margin": margin.block,
-                             "fedsynsam-margin-lr": margin.lr_block,
-                             "fedsynsam-table1-ordering": ordering.block,
-                             "fedsynsam-table1-ordering-lr": ordering.low_lr_block,
-                             "fedsynsam-lr-picks": lrpicks.block,
-                             "fedsynsam-rho-picks": lrpicks.rho_block,
                              "fedsynsam-table1-direction": direction.block,
                              "fedsynsam-lr-sharpness": direction.lr_block},
     "docs/papers.md": {"fedsagd-stability-digits": small.fedsagd_stability},
@@ -74,9 +59,17 @@ class Context:
     root: Path = Path(".")
     evidence_root: Path = EVIDENCE
     figures_root: Path = FIGURES
+    only: tuple | None = None  # render these pages only (a test's scratch repository); None: every page
     _atlas: dict = field(default_factory=dict)
     _evidence: dict = field(default_factory=dict)
     _studies: dict = field(default_factory=dict)
+    _memo: dict = field(default_factory=dict)
+
+    def memo(self, key, make: Callable):
+        """make() once per render (the findings' records, catalogs, verdicts)."""
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
 
     def config(self, name: str) -> Path:
         """config/<name> as the committed evidence was made with it (the snapshot an export wrote beside the records,
@@ -114,16 +107,33 @@ class Context:
         return self._atlas[paper]
 
 
+def pages(ctx: Context) -> dict[str, dict[str, Callable]]:
+    """{page: {block: renderer}}: the blocks written as code (PAGES) and those every finding declares
+    (fedflat.evidence.findings); one block named twice is an error."""
+    from .findings.layout import page_blocks
+    from .markers import MarkerError
+
+    out = {path: dict(blocks) for path, blocks in PAGES.items()}
+    for path, blocks in page_blocks(ctx).items():
+        twice = sorted(set(blocks) & set(out.get(path, {})))
+        if twice:
+            raise MarkerError(f"{path}: block {twice[0]!r} is rendered by code and declared by a finding")
+        out.setdefault(path, {}).update(blocks)
+    return out
+
+
 def render_all(ctx: Context | None = None) -> dict[str, str]:
     """{path: the page's text as the evidence renders it}."""
     from .atlas import render as render_atlas
 
     ctx = ctx or Context()
     out = {}
-    for path, blocks in PAGES.items():
-        text = (ctx.root / path).read_text()
-        out[path] = replace(text, {name: f(ctx) for name, f in blocks.items()}, where=path)
-    out[ATLAS] = render_atlas(rows=ctx.atlas)  # the catalogs are read once per render
+    for path, blocks in pages(ctx).items():
+        if ctx.only is None or path in ctx.only:
+            text = (ctx.root / path).read_text()
+            out[path] = replace(text, {name: f(ctx) for name, f in blocks.items()}, where=path)
+    if ctx.only is None or ATLAS in ctx.only:
+        out[ATLAS] = render_atlas(rows=ctx.atlas)  # the catalogs are read once per render
     return out
 
 

@@ -79,7 +79,7 @@ def _grid_manifest(study, exps: list[str]) -> dict:
 def _tuned_cells(study, part: str, methods: list[str], exps: list[str] | None = None) -> dict:
     """{preset: {lr, params, score}} of the best validation cell of each method tuned on `part` (with `exps`: among
     those experiments' runs instead of the screen's); a method whose every cell diverged is absent."""
-    from ..papers.kinds_tuning import grid_choice
+    from ..report.grids import grid_choice
 
     p = study.leaderboard
     exps = exps or [exp_name("tune", part, m) for m in methods]
@@ -128,7 +128,7 @@ def compute_screen(study) -> dict:
     """{cells: K, methods: {preset: [{lr, params, score}, ...]}}: each method's best K screen cells, best first
     (ties: the earlier grid row, then the smaller lr), among the cells that completed: a diverged cell is never
     continued. A method whose every cell diverged has an empty list."""
-    from ..papers.kinds_tuning import grid_means, grid_scores, ranked_cells
+    from ..report.grids import grid_means, grid_scores, ranked_cells
 
     p = study.leaderboard
     k = p["tuning"]["continuation"]["cells"]

@@ -119,7 +119,7 @@ def check(lb: Any, exhaustive: bool = True) -> dict:
     """The `leaderboard:` section, every key checked; one ConfigError naming the key. `exhaustive`: every registered
     preset must be ranked or excluded (off for a committed snapshot made before a preset existed)."""
     from ..algorithms import PRESETS
-    from ..papers.kinds_tuning import METRICS
+    from ..report.grids import METRICS
 
     if not isinstance(lb, dict):
         raise ConfigError("leaderboard: must be a mapping")
@@ -229,7 +229,7 @@ def lr_grid(p: dict, method: str) -> list:
 
 def _tuning_experiments(p: dict) -> dict:
     from ..algorithms import PRESETS
-    from ..papers.kinds_tuning import setting_text
+    from ..report.grids import setting_text
 
     tu, out = p["tuning"], {}
     for part in tu["partitions"]:
@@ -247,7 +247,7 @@ def _tuning_experiments(p: dict) -> dict:
 
 def _entry(name: str, lr: float, params: dict, holdout: float | None = None) -> dict:
     from ..algorithms import PRESETS
-    from ..papers.kinds_tuning import setting_text
+    from ..report.grids import setting_text
 
     label = PRESETS.get(name).label
     training = {"lr": lr, **({"holdout": holdout} if holdout else {})}

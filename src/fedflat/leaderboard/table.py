@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..data.provenance import provenance
-from ..papers.kinds_tuning import setting_text
+from ..report.grids import setting_text
 from ..recorded import read_outcome
 from ..util.curves import REACH
 from ..util.io import write_text

@@ -12,7 +12,7 @@ Rows are methods (preset labels), columns the values of `param`, cells the crite
 seeds); `chosen` is the value with the highest mean (ties: the smaller value). Where a method's runs
 also differ in other hyperparameters (a joint grid: lr as `param`, ρ or α on the rows), each
 combination is a row of its own and the choice is the best cell over all of the method's rows
-(`grid_choice`, also what the leaderboard's tuning checkpoint writes). Runs must evaluate on a
+(`report.grids.grid_choice`, also what the leaderboard's tuning checkpoint writes). Runs must evaluate on a
 validation split carved from the training clients: the kind refuses runs that evaluated on test.
 """
 from __future__ import annotations
@@ -22,22 +22,14 @@ from pathlib import Path
 
 from ..errors import ConfigError, choice_error
 from ..kinds import TABLE_KINDS
-from ..recorded import read_outcome
+from ..report.grids import METRICS, choose, grid_edges, grid_means, grid_scores, setting_text
 from ..util.io import write_text
 from ..util.markdown import md_table
 
-METRICS = ("final_acc", "last10_acc")
-SYMBOLS = {"rho": "ρ", "lam": "λ", "alpha": "α", "beta": "β", "kappa": "κ", "mu": "μ", "lr": "lr"}
 
 
 def _value(spec, param: str):
     return spec.hparams[param] if param in spec.hparams else spec.training[param]
-
-
-def setting_text(setting: dict) -> str:
-    """{'rho': 0.05, 'lam': 0.9} -> 'ρ=0.05, λ=0.9' (the grid's own numbers, plainly formatted)."""
-    return ", ".join(f"{SYMBOLS.get(k, k)}={v:g}" if isinstance(v, (int, float)) else f"{SYMBOLS.get(k, k)}={v}"
-                     for k, v in setting.items())
 
 
 def _varying(runs: list, param: str) -> list[str]:
@@ -115,90 +107,10 @@ class GridSearchTable:
         render_grid(m, Path(out_base))
 
 
-def grid_scores(m: dict):
-    """One row per run: method, its other varying hyperparameters (row), the value of `param`, the criterion."""
-    import pandas as pd
-
-    rows = []
-    for e in m["entries"]:
-        s = read_outcome(e["dir"], e.get("run"))
-        if s.get("eval_split") != "validation":
-            raise ConfigError(f"{e['dir']}: evaluated on {s.get('eval_split', 'test')!r}, not on a validation split")
-        acc = s.get(m["metric"])
-        row = e.get("row") or {}
-        rows.append({"method": e["method"], "preset": e.get("preset", ""), "row": setting_text(row),
-                     "row_params": json.dumps(row, sort_keys=True), "value": e["value"], "seed": e["seed"],
-                     "acc": float("nan") if acc is None else 100 * acc, "status": s["status"]})
-    return pd.DataFrame(rows)
-
-
-def cell_means(df):
-    """(method, row, value) -> the criterion's mean over the cell's seeds; NaN where any seed diverged, so a
-    setting that diverged during tuning is never picked (not the mean of the seeds that survived)."""
-    return df.groupby(["method", "row", "value"], sort=False)["acc"].agg(
-        lambda s: float(s.mean()) if s.notna().all() else float("nan"))
-
-
-def grid_means(df):
-    """(method, row) x value: cell_means, columns in increasing value, rows in grid order."""
-    table = cell_means(df).unstack("value")
-    return table[sorted(table.columns)]
-
-
-def ranked_cells(mean) -> dict[str, list[tuple]]:
-    """Per method, its completed (row, value, mean) cells, best first; ties: the earlier row, then the smaller
-    value. A diverged cell (NaN) is never listed."""
-    out: dict[str, list] = {}
-    for i, ((method, row), r) in enumerate(mean.iterrows()):
-        cells = out.setdefault(method, [])
-        for value, acc in r.items():
-            if acc == acc:
-                cells.append((i, row, value, acc))
-    return {m: [(row, value, acc) for _, row, value, acc in sorted(c, key=lambda c: (-c[3], c[0], c[2]))]
-            for m, c in out.items()}
-
-
-def _choose(mean) -> dict:
-    """Per method, the best (row, value, mean) cell (ranked_cells' first), None where every cell diverged."""
-    return {m: (cells[0] if cells else None) for m, cells in ranked_cells(mean).items()}
-
-
-def grid_choice(m: dict) -> dict:
-    """{method: {value, row (the other hyperparameters), preset, score (%)} or None where every cell diverged}."""
-    df = grid_scores(m)
-    out = {}
-    for method, best in _choose(grid_means(df)).items():
-        if best is None:
-            out[method] = None
-            continue
-        row, value, acc = best
-        first = df[(df["method"] == method) & (df["row"] == row)].iloc[0]
-        out[method] = {"value": value, "row": json.loads(first["row_params"]), "preset": first["preset"],
-                       "score": float(acc)}
-    return out
-
-
-def grid_edges(df, method: str, param: str, value, row: str) -> list[str]:
-    """The keys whose chosen value lies on the edge of a grid of 3 or more values ("lr at the top"): the
-    best setting may lie outside the grid. Two-point grids are not flagged (every choice is an edge)."""
-    own = df[df["method"] == method]
-    grids = {param: sorted(own["value"].unique())}
-    for params in own["row_params"].unique():
-        for k, v in json.loads(params).items():
-            grids.setdefault(k, set()).add(v)
-    picked = {param: value, **json.loads(own[own["row"] == row].iloc[0]["row_params"])}
-    out = []
-    for key, vals in grids.items():
-        vals = sorted(vals)
-        if len(vals) >= 3 and picked[key] in (vals[0], vals[-1]):
-            out.append(f"{key} at the {'top' if picked[key] == vals[-1] else 'bottom'}")
-    return out
-
-
 def render_grid(m: dict, out_base: Path):
     df = grid_scores(m)
     mean = grid_means(df)
-    best = _choose(mean)
+    best = choose(mean)
     joint = (df["row"] != "").any()  # a joint grid: one row per combination of the other hyperparameters
     table = mean.map(lambda v: "diverged" if v != v else f"{v:.2f}")
     # a grid extended for some methods only: a value never run is not a divergence

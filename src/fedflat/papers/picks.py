@@ -134,7 +134,8 @@ def _done(study, rids) -> bool:
 def _choose(study, name: str, provisional: bool = False) -> dict:
     """{method label: {value, score, fallback, provisional}} by the grid_search table's own rule; `provisional`:
     the grid's smallest value for every method, without reading a run (a plan of the stages to come)."""
-    from .kinds_tuning import GridSearchTable, grid_choice
+    from ..report.grids import grid_choice
+    from .kinds_tuning import GridSearchTable
 
     m = GridSearchTable.manifest(study, name, study.tables[name])
     values = {}

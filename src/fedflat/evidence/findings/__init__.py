@@ -1,0 +1,9 @@
+"""Findings as data: a claim's verdict, a diagnostic or a reading test is a declaration under the top-level
+`findings:` list of a study, catalog or tuning config (the form: docs/findings.md); this package is the one
+mechanism that reads them.
+
+declared -- the declarations, checked (one-line ConfigError naming the finding and the key) and expanded
+match    -- which committed records a finding reads (filters on record fields), its cells, the paper's values
+decide   -- the decision kinds: adopt_candidate, closes_shortfall, ordering, paired_claim (Holm within a family)
+layout   -- the Markdown of a declared block; the page blocks derived from every declaration
+"""
