@@ -51,8 +51,9 @@ LATER_COLUMNS: dict[str, Col] = {
     "numerics": _TEXT, "numerics_version": _TEXT, "cpu_model": _TEXT, "cpu_capability": _TEXT, "mkl": _TEXT,
     "threads": Col("int", low=1), "resumed_from": _TEXT, "legacy": _TEXT,
 }
-# a completed run's record holds its result: these are numbers (the row rule; records.run_record writes them)
-COMPLETED_HOLDS = ("final_acc", "last10_acc", "best_acc")
+# a completed run's record holds its result, the accuracies the pages' verdicts read: numbers (the row rule;
+# records.run_record writes them; best_acc, which a diverged run also has, is checked as a column)
+COMPLETED_HOLDS = ("final_acc", "last10_acc")
 _WORD = re.compile(r"[a-z][a-z_]*")
 
 
