@@ -21,12 +21,13 @@ def _threads(n: int | None) -> None:
 
 
 def cmd_validate(a) -> None:
-    from .study import load_config_file, load_study
+    from .inputs import validate_config  # the workflow's own checks: its JSON schema, then the study's expansion
+    from .study import load_config_file
 
     cfg = {}
     for f in a.configfile:
         cfg.update(load_config_file(f))
-    st = load_study(cfg)
+    st = validate_config(cfg)
     print(f"ok: {len(st.runs)} runs, {len(st.partitions)} partitions, {len(st.tables)} tables, {len(st.figures)} figures")
 
 
@@ -48,16 +49,19 @@ def cmd_partition(a) -> None:
 
 def cmd_train(a) -> None:
     from .fl.engine import train
-    from .spec import RunSpec
+    from .inputs import check_run_spec
+    from .util.attempt_log import kept_across_attempts
     from .util.gpu_slots import pin_device
 
     if a.require_clean:
         require_clean_commit()
     _threads(1 if a.numerics == "portable" else a.threads)  # portable: one thread whatever the job asked
-    spec = RunSpec.from_dict(json.loads(a.spec))
+    spec = check_run_spec(json.loads(a.spec))  # every field checked before any data is loaded
     device = pin_device(a.device)  # multi-GPU box: this job alone on one free GPU
-    train(spec, a.out_dir, a.partition, a.data_root, device, a.download, progress=not a.quiet,
-          numerics_mode=a.numerics)
+    with kept_across_attempts(a.out_dir) as finished:  # train.log keeps a killed attempt's lines (util/attempt_log.py)
+        train(spec, a.out_dir, a.partition, a.data_root, device, a.download, progress=not a.quiet,
+              numerics_mode=a.numerics)
+        finished()
 
 
 def cmd_table(a) -> None:

@@ -26,7 +26,7 @@ class Registry(Generic[T]):
         self.register(name)(obj)
 
     def get(self, name: str, key: str | None = None) -> T:
-        if name not in self._items:
+        if not isinstance(name, str) or name not in self._items:  # a list or mapping from a config: one line too
             raise choice_error(key or self.kind, name, self._items)
         return self._items[name]
 

@@ -135,7 +135,7 @@ def _scaled_entry(raw: Any, training: dict, params: dict, global_params: dict, k
     if isinstance(entry.get("training"), dict):
         entry = {**entry, "training": {k: _scale_value(f"{key}.training.{k}", v, training[k]) if k in training else v
                                        for k, v in entry["training"].items()}}
-    if name in params:
+    if isinstance(name, str) and name in params:  # a malformed preset is named by load_study
         own = dict(entry.get("params") or {})
         paper = PRESETS.get(name).resolve({**(global_params.get(name) or {}), **own}, key=key)
         for k, v in params[name].items():

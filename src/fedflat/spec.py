@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -68,8 +69,10 @@ def check_training(tr: dict[str, Any], key: str = "training") -> dict[str, Any]:
     for k, lo, lo_open in (("lr", 0, True), ("lr_decay", 0, True), ("weight_decay", 0, False),
                            ("clip_grad_norm", 0, False), ("local_momentum", 0, False)):
         v = out[k]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or (v <= lo if lo_open else v < lo):
-            raise ConfigError(f"{key}.{k}: must be a number {'>' if lo_open else '>='} {lo}, got {v!r}")
+        # NaN passes no comparison, so `v <= 0` alone would let lr: .nan through: finiteness first
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+                or (v <= lo if lo_open else v < lo):
+            raise ConfigError(f"{key}.{k}: must be a finite number {'>' if lo_open else '>='} {lo}, got {v!r}")
         out[k] = float(v)
     if not isinstance(out["vmap_clients"], bool):
         raise ConfigError(f"{key}.vmap_clients: must be true or false, got {out['vmap_clients']!r}")

@@ -24,6 +24,7 @@ from .recorded import SUMMARY, covers, read_outcome
 from .run_paths import run_dir
 from .scale import apply_scale, check_methods_act, check_scaled, experiment_targets
 from .spec import RunSpec, check_training
+from .util.names import check_name, check_relative_dir
 from .util.numerics import check_mode, of_config as numerics_of_config
 
 TOP_KEYS = {"study", "data_root", "download", "device", "threads_per_job", "training", "algorithm_params", "uplink",
@@ -187,22 +188,29 @@ def _entry_uplink(ename: str, uplink: dict, a: AlgoEntry) -> dict:
     if not uplink:
         raise ConfigError(f"{key}: the experiment sends its uplink uncompressed; there is nothing to override")
     merged = {**uplink, **a.uplink}
-    _check_uplink(merged, key)
+    check_uplink(merged, key)
     return merged
 
 
-def _check_uplink(uplink: dict, key: str) -> None:
+def check_uplink(uplink: dict, key: str) -> None:
     """The compressor validates its parameters at parse time, naming `key`."""
     COMPRESSORS.get(uplink.get("kind"), key=key)(**{k: v for k, v in uplink.items() if k != "kind"})
 
 
-def _analysis(base, override, key: str) -> dict:
-    """Round hooks for the runs: the top-level `analysis.hooks` merged with the experiment's."""
+def check_hooks(base, override, key: str, hooks_key: str | None = None) -> dict:
+    """Round hooks for the runs: the top-level `analysis.hooks` merged with the experiment's; errors name
+    `hooks_key` (default `<key>.hooks`)."""
+    hooks_key = hooks_key or f"{key}.hooks"
+    for section in (base, override):
+        if not isinstance(section or {}, dict) or not isinstance((section or {}).get("hooks") or {}, dict):
+            raise ConfigError(f"{hooks_key}: must be a mapping of hook names to their parameters")
     hooks = {**((base or {}).get("hooks") or {}), **((override or {}).get("hooks") or {})}
     for name in hooks:
-        hook_cls = ROUND_HOOKS.get(name, key=f"{key}.hooks")
+        hook_cls = ROUND_HOOKS.get(name, key=hooks_key)
+        if not isinstance(hooks[name] or {}, dict):
+            raise ConfigError(f"{hooks_key}.{name}: must be a mapping of the hook's parameters, got {hooks[name]!r}")
         if hasattr(hook_cls, "check"):  # analysis hooks validate their parameters at parse time
-            hook_cls.check(dict(hooks[name] or {}), f"{key}.hooks.{name}")
+            hook_cls.check(dict(hooks[name] or {}), f"{hooks_key}.{name}")
     return {k: dict(v or {}) for k, v in sorted(hooks.items())}
 
 
@@ -238,6 +246,7 @@ def _expand(config: dict, targets: bool = True) -> Study:
         config_bool(config, key, default)  # one line naming the key where it is not a yes/no
     if "numerics" in config:
         check_mode(config["numerics"], "numerics")
+    check_output_names(config)
     base_training = config.get("training") or {}
     check_training(base_training)  # name bad global keys as 'training.x'
     global_algo = config.get("algorithm_params") or {}
@@ -267,12 +276,16 @@ def _expand(config: dict, targets: bool = True) -> Study:
             raise ConfigError(f"experiments.{ename}.partitions: {exc}") from None
         algos = [_algo_entry(ename, a, global_algo, training) for a in _as_list(ename, exp, "algorithms")]
         seeds = _as_list(ename, exp, "seeds")
-        analysis = _analysis(config.get("analysis"), exp.get("analysis"), f"experiments.{ename}.analysis")
-        uplink = dict(exp.get("uplink", config.get("uplink")) or {})
+        analysis = check_hooks(config.get("analysis"), exp.get("analysis"), f"experiments.{ename}.analysis")
+        uplink = exp.get("uplink", config.get("uplink")) or {}
+        if not isinstance(uplink, dict):
+            where = f"experiments.{ename}.uplink" if "uplink" in exp else "uplink"
+            raise ConfigError(f"{where}: must be a mapping with the compressor's kind and settings, got {uplink!r}")
+        uplink = dict(uplink)
         if uplink and uplink.get("kind", "none") == "none":
             uplink = {}
         if uplink:
-            _check_uplink(uplink, f"experiments.{ename}.uplink.kind")
+            check_uplink(uplink, f"experiments.{ename}.uplink.kind")
         if exp.get("missing_classes", "error") not in ("error", "allow"):
             raise choice_error(f"experiments.{ename}.missing_classes", exp.get("missing_classes"), ("error", "allow"))
         for s in seeds:
@@ -302,7 +315,8 @@ def _expand(config: dict, targets: bool = True) -> Study:
                 raise ConfigError(f"{section}.{name}: must be a mapping")
             entry = {"kind": default_kind, **entry}
             kind_cls = registry.get(entry["kind"], key=f"{section}.{name}.kind")
-            if "experiment" in entry and entry["experiment"] not in study.experiments:
+            if "experiment" in entry and (not isinstance(entry["experiment"], str)
+                                          or entry["experiment"] not in study.experiments):
                 raise choice_error(f"{section}.{name}.experiment", entry["experiment"], study.experiments)
             if hasattr(kind_cls, "check"):
                 kind_cls.check(study, name, entry)
@@ -323,6 +337,19 @@ def config_bool(config: dict, key: str, default: bool) -> bool:
     if isinstance(v, int) and v in (0, 1):
         return bool(v)
     raise ConfigError(f"{key}: must be true or false; got {v!r}")
+
+
+def check_output_names(config: dict) -> None:
+    """Names that become paths (the study's, its output directories', its experiments', tables' and figures'):
+    safe words (util/names.py), refused in one line before anything is written or run."""
+    if "study" in config:
+        check_name("study", config["study"])
+    for key in ("tables_dir", "figures_dir"):
+        if key in config:
+            check_relative_dir(key, config[key])
+    for section in ("experiments", "tables", "figures"):
+        for name in config.get(section) or {}:
+            check_name(f"{section}.{name}", name)
 
 
 def table_inputs(study: Study, name: str) -> list[str]:
@@ -368,4 +395,5 @@ def schema_error(config: dict, schema: dict) -> str:
     if err is None:
         return "config does not match workflow/schemas/config.schema.yaml"
     path = ".".join(str(p) for p in err.absolute_path) or "config"
-    return f"{path}: {err.message}"
+    message = " ".join(err.message.split())  # jsonschema quotes the whole offending value: keep one short line
+    return f"{path}: {message if len(message) <= 300 else message[:297] + '...'}"

@@ -22,7 +22,8 @@ def lb_row(stage, part, preset, label, lr, params, seed, acc):
     r.update({"run_id": f"{stage}/{part}/{preset}/{lr}/{json.dumps(params)}/seed{seed}", "experiments": f"{stage}_{part}",
               "label": f"{label} lr={lr}", "partition": part, "preset": preset, "hparams": json.dumps(params), "lr": lr,
               "seed": seed, "status": "completed" if acc is not None else "diverged",
-              "last10_acc": acc if acc is not None else np.nan, "final_acc": acc if acc is not None else np.nan})
+              "last10_acc": acc if acc is not None else np.nan, "final_acc": acc if acc is not None else np.nan,
+              "best_acc": acc if acc is not None else np.nan})  # a completed record holds its result (runs_schema)
     return r
 
 

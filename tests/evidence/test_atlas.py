@@ -30,7 +30,7 @@ def test_reproduced_cells_within_two_points_and_gap_links(tmp_path):
         for rid, _ in grid[i][lam_col]:
             rec = dict.fromkeys(COLUMNS)
             rec.update(run_id=rid, status="completed", lambda_max=target + off, lambda_max_clients_mean=0.0, final_acc=80.0,
-                       hparams=json.dumps({}))
+                       last10_acc=80.0, best_acc=80.0, hparams=json.dumps({}))  # a completed record holds its result
             records.append(rec)
     for rid, _ in grid[2][lam_col]:  # third row: every seed diverged, a gap whose value is NaN
         rec = dict.fromkeys(COLUMNS)
@@ -97,8 +97,9 @@ def test_each_published_cell_is_counted_once_and_garbled_values_never(tmp_path, 
     records = []
     for rid, lab in study.experiments["fm"]:  # FedAvg 81 (within 2 of 80), FedSAM 90 (a gap against 82)
         rec = dict.fromkeys(COLUMNS)
-        rec.update(run_id=rid, status="completed", final_acc=81.0 if lab["preset"] == "fedavg" else 90.0,
-                   hparams=json.dumps({}))
+        acc = 81.0 if lab["preset"] == "fedavg" else 90.0
+        rec.update(run_id=rid, status="completed", final_acc=acc, last10_acc=acc, best_acc=acc,  # a completed record
+                   hparams=json.dumps({}))  # holds its result (evidence/runs_schema.py)
         records.append(rec)
     ev = tmp_path / "evidence" / "toy"
     ev.mkdir(parents=True)

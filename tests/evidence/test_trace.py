@@ -6,6 +6,7 @@ import pytest
 
 from fedflat.errors import ConfigError
 from fedflat.evidence.__main__ import main
+from fedflat.evidence.records import COLUMNS
 from fedflat.evidence.trace import trace
 
 
@@ -15,8 +16,11 @@ def ev(tmp_path, monkeypatch):
     d.mkdir(parents=True)
     pd.DataFrame({"table": ["t2"] * 4, "row": ["FedSAM", "FedSAM", "FedSAM-D", "FedAvg"],
                   "column": ["FMNIST Q4 / acc"] * 4, "run_id": ["r1", "r2", "r3", "r4"]}).to_csv(d / "cells.csv", index=False)
-    pd.DataFrame({"run_id": ["r1", "r2", "r4"], "seed": [0, 1, 0], "status": "completed", "final_acc": [80.0, 81.0, 70.0],
-                  "lr": 0.1, "hparams": "{}", "git_commit": "abc", "data": "FMNIST held out"}).to_csv(d / "runs.csv", index=False)
+    runs = pd.DataFrame({"run_id": ["r1", "r2", "r4"], "seed": [0, 1, 0], "status": "completed",
+                         "final_acc": [80.0, 81.0, 70.0], "lr": 0.1, "hparams": "{}", "git_commit": "abc",
+                         "data": "FMNIST held out"})
+    runs["last10_acc"] = runs["best_acc"] = runs["final_acc"]
+    runs.reindex(columns=list(COLUMNS)).to_csv(d / "runs.csv", index=False)  # every column of a real record
     monkeypatch.chdir(tmp_path)
     return d
 

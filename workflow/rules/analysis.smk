@@ -93,7 +93,7 @@ rule landscape:
 rule stability:
     input:
         model="results/runs/{run}/model.pt",
-        partition=lambda wc: STUDY.partition_path(_spec(wc.run).partition_id()),
+        partition=lambda wc: ancient(STUDY.partition_path(_spec(wc.run).partition_id())),  # as in train.smk
     output:
         json="results/runs/{run}/stability.json",
         partition="results/runs/{run}/stability_partition.npz",

@@ -1,15 +1,14 @@
 # Parse-time validation and the study's expansion. All logic lives in the fedflat package.
 import json
+import shlex
 import sys
 
-import jsonschema
-from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
-
 import fedflat.plugins  # noqa: F401  (the composition root: registers every preset, model, data set, hook and kind)
+from fedflat.data.partition import check_existing as check_partitions
 from fedflat.errors import ConfigError
+from fedflat.inputs import validate_config
 from fedflat.models.registry import job_threads
-from fedflat.study import figure_inputs, figure_manifest, load_study, table_inputs, table_manifest
+from fedflat.study import figure_inputs, figure_manifest, table_inputs, table_manifest
 
 SCHEMA = workflow.source_path("../schemas/config.schema.yaml")
 
@@ -20,28 +19,34 @@ def _die(msg):
     sys.exit(2)
 
 
+# the same checks as `fedflat validate` and `fedflat train` (src/fedflat/inputs.py): the schema, then the study;
+# then every partition file already made: a corrupted one is refused here, before Snakemake schedules (and removes
+# the outputs of) any job that reads it
+_AGAIN = "snakemake --cores 1 {path}" + "".join(f" --configfile {shlex.quote(str(f))}"
+                                                  for f in workflow.overwrite_configfiles)
 try:
-    validate(config, schema=SCHEMA)
-except WorkflowError:
-    import yaml
-    from fedflat.study import schema_error
-
-    _die(schema_error(config, yaml.safe_load(open(SCHEMA))))
-
-try:
-    STUDY = load_study(config)
+    STUDY = validate_config(config, SCHEMA)
+    check_partitions((STUDY.partition_path(pid) for pid in STUDY.partitions), command=_AGAIN)
 except ConfigError as exc:
     _die(exc)
 
-PY = sys.executable
-DATA_ROOT = config.get("data_root", "data")
-DEVICE = config.get("device", "cpu")
+# Values that reach the rules' shell commands are shell-quoted here, once: a data_root such as 'data$(touch x)' is a
+# directory name to the shell, never code. A plain value ('data', 'cpu') quotes to itself, so the commands of
+# existing jobs stay what they were (Snakemake reruns a finished job whose command text or params changed).
+PY = shlex.quote(sys.executable)
+DATA_ROOT = shlex.quote(str(config.get("data_root", "data")))
+DEVICE = shlex.quote(str(config.get("device", "cpu")))
 DOWNLOAD = "--download" if config.get("download", False) else ""
 THREADS = int(config.get("threads_per_job", 1))
 RES = config.get("resources", {}) or {}
-USES_GPU = DEVICE != "cpu"
+USES_GPU = config.get("device", "cpu") != "cpu"
 NUMERICS = STUDY.numerics  # portable | native (validated): the kernel settings of every training and analysis job
 CLEAN = "--require-clean" if STUDY.requires_clean else ""  # paper scale: no run from a modified working tree
+
+
+def shell_quoted(values: dict) -> dict:
+    """A rule's params with every string shell-quoted (identical for plain names: no params-triggered rerun)."""
+    return {k: shlex.quote(v) if isinstance(v, str) else v for k, v in values.items()}
 
 
 def _spec(run):

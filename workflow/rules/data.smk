@@ -4,9 +4,9 @@
 rule partition:
     output:
         "results/partitions/{pid}.npz",
-    params:
-        p=lambda wc: STUDY.partitions[wc.pid],
-        missing=lambda wc: STUDY.partitions[wc.pid].get("missing_classes", "error"),
+    params:  # shell-quoted values (common.smk): the command's text is unchanged, so no finished partition reruns
+        p=lambda wc: shell_quoted(STUDY.partitions[wc.pid]),
+        missing=lambda wc: shlex.quote(STUDY.partitions[wc.pid].get("missing_classes", "error")),
     log:
         "results/logs/partitions/{pid}.log",
     shell:

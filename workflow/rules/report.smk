@@ -15,7 +15,7 @@ rule table:
         manifest=lambda wc: json.dumps(table_manifest(STUDY, wc.name)),
         caption=lambda wc: report_caption(STUDY, "tables", wc.name),
     shell:
-        "printf '%s' {params.manifest:q} | {PY} -m fedflat table --manifest @- --out {output.md}"
+        "printf '%s' {params.manifest:q} | {PY} -m fedflat table --manifest @- --out {output.md:q}"
 
 
 rule figure:
@@ -28,7 +28,7 @@ rule figure:
         manifest=lambda wc: json.dumps(figure_manifest(STUDY, wc.name)),
         caption=lambda wc: report_caption(STUDY, "figures", wc.name),
     shell:
-        "printf '%s' {params.manifest:q} | {PY} -m fedflat figure --manifest @- --out {output.pdf} {output.png}"
+        "printf '%s' {params.manifest:q} | {PY} -m fedflat figure --manifest @- --out {output.pdf:q} {output.png:q}"
 
 
 # Wall time and memory per training run (the train rule's `benchmark:` records), one table per study.

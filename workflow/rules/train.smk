@@ -3,7 +3,10 @@
 
 rule train:
     input:
-        partition=lambda wc: STUDY.partition_path(_spec(wc.run).partition_id()),
+        # ancient: a partition is fixed by its id (seeded); rewriting the file (regenerating a corrupted one) never
+        # redoes, and so never deletes, a run already trained on it (the parse-time check in common.smk refuses a
+        # corrupted partition before anything is scheduled)
+        partition=lambda wc: ancient(STUDY.partition_path(_spec(wc.run).partition_id())),
     output:
         metrics="results/runs/{run}/metrics.csv",
         summary="results/runs/{run}/summary.json",

@@ -92,7 +92,7 @@ def client_batches(run, run_dir, batch_size: int) -> list:
     from .data import index_batches
 
     cfg = json.loads((Path(run_dir) / "config.json").read_text())
-    part = Partition.load(cfg["partition_file"])
+    part = Partition.load(cfg["partition_file"], num_samples=len(run.data.train_y))
     clients, _ = hold_out(part.clients, run.spec.training.get("holdout", 0.0), run.spec.seed)
     return [index_batches(run.data, torch.as_tensor(c, device=run.data.train_y.device), batch_size)
             for c in clients]
@@ -101,15 +101,14 @@ def client_batches(run, run_dir, batch_size: int) -> list:
 def local_pairs(run, run_dir, t: int, own: list) -> tuple:
     """(model, batches) of every client sampled in round t, its model loaded from snapshots/r<t>_clients.pt
     into the run's module as the pair is taken, and the client ids in sampling order."""
-    import torch
-
     from ..errors import ConfigError
     from ..fl.snapshots import clients_snapshot
+    from ..util.safe_load import load_tensors
 
     path = clients_snapshot(run_dir, t)
     if not path.exists():
         raise ConfigError(f"client models missing: {path} (round {t} is not in the run's training.snapshot_rounds)")
-    ck = torch.load(path, map_location="cpu", weights_only=False)
+    ck = load_tensors(path, "client models", keys=("clients", "thetas", "buffers"))
     dev, dtype = run.theta.device, run.fm.flat.dtype
 
     def pairs():
@@ -158,18 +157,17 @@ def cmd_landscape(a, p) -> None:
 def cmd_stability(a, p) -> None:
     import tempfile
 
-    import torch
-
     from ..data import Partition, load_dataset
     from ..util.io import torch_save, write_json
+    from ..util.safe_load import load_tensors
     from .stability import neighbouring_partition, paired_distance
 
-    ck = torch.load(Path(a.run_dir) / "model.pt", map_location="cpu", weights_only=False)
+    ck = load_tensors(Path(a.run_dir) / "model.pt", "run model", advice="train the run again", keys=("spec", "theta"))
     from ..spec import RunSpec
 
     spec = RunSpec.from_dict(ck["spec"])
     data = load_dataset(spec.dataset, a.data_root, a.download)
-    part = Partition.load(a.partition)
+    part = Partition.load(a.partition, num_samples=len(data.train_y))
     from ..fl.batches import sample_clients
 
     first = sample_clients(spec.seed, 1, spec.num_clients, spec.clients_per_round)  # neighbour: client swaps one of these

@@ -14,6 +14,7 @@ from ..errors import ConfigError
 from ..fl.flat import FlatModel
 from ..models import build_model
 from ..spec import RunSpec
+from ..util.safe_load import load_tensors
 
 _SUBSET_TAG = 0x4E55
 
@@ -39,7 +40,7 @@ def load_run(run_dir: str | Path, data_root: str | Path = "data", device: str = 
     if not path.exists():
         why = "not in the run's training.snapshot_rounds, or the run is unfinished" if round else "train the run first"
         raise ConfigError(f"run model missing: {path} ({why})")
-    ck = torch.load(path, map_location="cpu", weights_only=False)
+    ck = load_tensors(path, "run model", advice="train the run again", keys=("spec", "theta", "buffers"))
     spec = RunSpec.from_dict(ck["spec"])
     data = load_dataset(spec.dataset, data_root, download).to(device)
     module = build_model(spec.model, data.input_shape, data.num_classes, **spec.model_kwargs)

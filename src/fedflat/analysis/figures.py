@@ -23,6 +23,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..kinds import FIGURE_KINDS, TABLE_KINDS, run_entries
+from ..util.markdown import md_table
 from . import paths
 
 _FILTERS = ("partition", "dataset", "model")
@@ -251,7 +252,7 @@ def _seed_table(entries: list[dict], fname: str, quantities: dict[str, str], out
     table = pd.DataFrame.from_dict(wide, orient="index")
     table.index.name = "Algorithm"
     out_base = Path(out_base)
-    write_text(out_base.with_suffix(".md"), (f"# {title}\n\n" if title else "") + table.to_markdown() + f"\n\n{caption}\n")
+    write_text(out_base.with_suffix(".md"), (f"# {title}\n\n" if title else "") + md_table(table) + f"\n\n{caption}\n")
     write_text(out_base.with_suffix(".csv"), summ.to_csv(index=False))
     tex = table.to_latex(escape=True, caption=caption, label=f"tab:{out_base.name}")
     write_text(out_base.with_suffix(".tex"), tex.replace("±", r"$\pm$"))

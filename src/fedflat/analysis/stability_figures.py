@@ -25,6 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import ConfigError, choice_error
+from ..fl.metrics import read_metrics
 from ..kinds import FIGURE_KINDS
 from . import paths
 
@@ -74,7 +75,7 @@ def local_frame(entries: list[dict], round_sel="mean") -> pd.DataFrame:
     """Tidy (algorithm, seed, x=k, y=D_k) rows: D_k averaged over the measured rounds (or one round)."""
     rows = []
     for e in entries:
-        m = pd.read_csv(Path(e["dir"]) / "metrics.csv")
+        m = read_metrics(Path(e["dir"]) / "metrics.csv")
         cols = sorted((c for c in m.columns if c.startswith(LOCAL_PREFIX)), key=lambda c: int(c[len(LOCAL_PREFIX):]))
         if not cols:
             continue

@@ -15,8 +15,8 @@ from typing import Callable, Iterable
 
 import torch
 
-from ..errors import ConfigError
-from ..util.io import atomic_write
+from ..errors import ConfigError, OutputError
+from ..util.io import torch_save
 
 CACHE_DIR = "cache"
 FORMAT_VERSION = 1
@@ -44,9 +44,9 @@ def cached(root: Path, name: str, sources: list[Path], build: Callable[[], dict]
         for old in path.parent.glob(f"{name}-*.pt"):  # stale versions of the same dataset
             if old != path and re.fullmatch(re.escape(name) + r"-[0-9a-f]{16}\.pt", old.name):
                 old.unlink(missing_ok=True)
-        atomic_write(path, lambda t: torch.save(out, t))
-    except OSError:
-        pass  # read-only data root: still usable, just decoded again next time
+        torch_save(path, out)
+    except (OSError, OutputError):
+        pass  # read-only data root or a full disk: still usable, just decoded again next time
     return out
 
 

@@ -203,6 +203,19 @@ def _dirichlet_lda(labels, num_clients, rng, alpha, num_classes):
     raise ConfigError(f"partition: dir{alpha}-lda could not give every client {min_size} samples in {LDA_MAX_TRIES} tries")
 
 
+# What to do about a bad partition file, as a user can do it: a partition is seeded, so regenerating it gives the
+# same clients, and the workflow's rules take it as `ancient` (runs already trained on it are not redone). Delete
+# first: the workflow refuses to start while a corrupted partition file exists (check_existing).
+SNAKEMAKE = "snakemake --cores 1 {path}"
+
+
+def regenerate(path, command: str = SNAKEMAKE) -> str:
+    """The advice; `command` is the Snakemake command line with {path} where the partition file goes."""
+    line = command.replace("{path}", str(path))
+    return (f"delete it, then regenerate it alone with `{line}` (seeded: the same clients; runs already trained on it "
+            f"keep their outputs)")
+
+
 @dataclass
 class Partition:
     clients: list[np.ndarray]
@@ -224,18 +237,67 @@ class Partition:
         atomic_write(Path(path), write)
 
     @classmethod
-    def load(cls, path: str | Path) -> "Partition":
+    def load(cls, path: str | Path, num_samples: int | None = None, command: str = SNAKEMAKE) -> "Partition":
+        """The partition saved at `path`, its indices checked (check_indices); `num_samples`: the size of the
+        training split they index (else the size the file records); `command`: how the advice regenerates it."""
         path = Path(path)
+        advice = regenerate(path, command)
         if not path.exists():
             raise ConfigError(f"partition file missing: {path}")
         try:
             with np.load(path, allow_pickle=False) as z:
                 flat, sizes, hist, meta = z["indices"], z["sizes"], z["histogram"], json.loads(str(z["meta"]))
         except Exception as exc:  # corrupted or truncated file: name it, do not guess
-            raise ConfigError(f"partition file {path} is corrupted or truncated ({type(exc).__name__}); delete it and rerun") from None
-        if sizes.sum() != len(flat) or hist.shape[0] != len(sizes):
-            raise ConfigError(f"partition file {path} is inconsistent (sizes vs indices); delete it and rerun")
+            raise ConfigError(f"partition file {path} is corrupted or truncated ({type(exc).__name__}); "
+                              f"{advice}") from None
+        if not isinstance(meta, dict) or flat.ndim != 1 or sizes.ndim != 1 or hist.ndim != 2 \
+                or sizes.sum() != len(flat) or hist.shape[0] != len(sizes):
+            raise ConfigError(f"partition file {path} is inconsistent (sizes vs indices); {advice}")
+        check_indices(flat, sizes, meta, num_samples, path, advice)
         return cls(list(np.split(flat, np.cumsum(sizes)[:-1])), hist, meta)
+
+
+# schemes that draw every sample at most once over the federation (the -rep Dirichlet and path{c} schemes refill
+# exhausted class pools, so their clients may share samples)
+_WITHOUT_REPEATS = {"iid", "shards", "natural"}
+
+
+def check_indices(flat: np.ndarray, sizes: np.ndarray, meta: dict, num_samples: int | None, path,
+                  advice: str = "") -> None:
+    """A partition's indices: integers, non-negative, below the training split's size, and, for schemes that draw
+    without replacement, each sample in one client only; a ConfigError naming the file and client otherwise (a
+    negative index would silently train on samples counted from the end)."""
+    where = f"partition file {path}"
+    if len(flat) and not np.issubdtype(flat.dtype, np.integer):
+        raise ConfigError(f"{where}: indices are {flat.dtype}, not integers; {advice}")
+    if np.any(sizes < 0):
+        raise ConfigError(f"{where}: a client has a negative size; {advice}")
+    owner = np.repeat(np.arange(len(sizes)), sizes)
+    n = num_samples if num_samples is not None else meta.get("num_samples")
+    outside = flat < 0
+    if isinstance(n, int):
+        outside |= flat >= n
+    bad = np.flatnonzero(outside)
+    if len(bad):
+        i = bad[0]
+        raise ConfigError(f"{where}: client {owner[i]} holds index {flat[i]}, outside 0..{'?' if n is None else n - 1} "
+                          f"of the training split; {advice}")
+    kind, variant = meta.get("kind"), (meta.get("params") or {}).get("variant")
+    if kind in _WITHOUT_REPEATS or (kind == "dirichlet" and variant in ("norep", "lda")):
+        values, counts = np.unique(flat, return_counts=True)
+        if len(values) != len(flat):
+            dup = values[np.argmax(counts > 1)]
+            raise ConfigError(f"{where}: sample {dup} is listed twice, which scheme {meta.get('spec')!r} never does; "
+                              f"{advice}")
+
+
+def check_existing(paths, command: str = SNAKEMAKE) -> None:
+    """Every partition file of `paths` that exists loads and passes check_indices. The workflow runs this at parse
+    time (workflow/rules/common.smk, `command` with the study's --configfile): a corrupted partition is refused before
+    any job is scheduled, never found by a job after Snakemake has removed the outputs it was to rewrite."""
+    for p in paths:
+        if Path(p).exists():
+            Partition.load(p, command=command)
 
 
 def make_partition(labels, spec: str, num_clients: int, seed: int, default_variant: str = "rep",

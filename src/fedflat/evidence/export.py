@@ -13,12 +13,13 @@ rendered from them alone. A run already in runs.csv but absent from this results
 evidence of a run made on another machine or in an earlier session), unless `prune` is set."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from ..recorded import EVIDENCE_ROOT as EVIDENCE
 from .cells import table_cells
 from ..errors import ConfigError
+from ..util.io import copy_file
+from ..util.names import under
 from .records import COLUMNS, regenerable, run_record
 
 FIGURES = Path("figures/evidence")
@@ -26,7 +27,7 @@ SUPERSEDED = "superseded.csv"
 
 
 def evidence_dir(study_name: str, root: Path = EVIDENCE) -> Path:
-    return Path(root) / study_name
+    return under(root, study_name, key="study")  # a study named '../x' writes nowhere
 
 
 def _register_stages(study) -> None:
@@ -95,22 +96,18 @@ def export_study(study, root: Path = EVIDENCE, figures_root: Path = FIGURES, pru
 
     tables = 0
     for src in _checkpoint_files(study):  # the picks the later stages ran: tests hold the records to them
-        (out / "checkpoints").mkdir(exist_ok=True)
-        shutil.copyfile(src, out / "checkpoints" / src.name)
+        copy_file(src, out / "checkpoints" / src.name)
     for t in study.tables:
         for ext in ("md", "csv"):
             src = Path(study.tables_dir) / f"{t}.{ext}"
             if src.exists():
-                (out / "tables").mkdir(exist_ok=True)
-                shutil.copyfile(src, out / "tables" / src.name)
+                copy_file(src, out / "tables" / src.name)
                 tables += 1
     figs = 0
     for f in study.figures:
         src = Path(study.figures_dir) / f"{f}.png"
         if src.exists():
-            dst = Path(figures_root) / name / src.name
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, dst)
+            copy_file(src, under(figures_root, name, src.name, key="study"))
             figs += 1
     return {"runs": len(fresh), "new": new, "cells": len(cells), "tables": tables, "figures": figs,
             "superseded": superseded, "legacy": legacy}
@@ -144,8 +141,7 @@ def snapshot_config(path: Path, out: Path) -> Path:
     last = len(parts) - 1 - parts[::-1].index("config") if "config" in parts[:-1] else None  # the repo's config/
     rel = Path(*parts[last + 1:]) if last is not None else Path(path.name)
     dst = out / "config" / rel
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(path, dst)
+    copy_file(path, dst)
     return dst
 
 

@@ -42,9 +42,9 @@ def _num(x) -> float:
 
 def _metrics(path: Path):
     """metrics.csv as a frame (None where the run has none)."""
-    import pandas as pd
+    from ..fl.metrics import read_metrics
 
-    return pd.read_csv(path) if path.exists() else None
+    return read_metrics(path) if path.exists() else None  # a truncated file is refused, never recorded
 
 
 def _metrics_tail(m) -> tuple[float, int | None]:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .export import EVIDENCE, SUPERSEDED
+from .runs_schema import read_runs
 
 
 @dataclass
@@ -34,7 +35,7 @@ class Evidence:
         path = self.dir / name
         if not path.exists():
             return pd.DataFrame(columns=list(_columns()))
-        return pd.read_csv(path, dtype={"git_commit": str, "uplink": str}, keep_default_na=True)
+        return read_runs(path)  # checked against the declared schema: a damaged file is one line, never a page
 
     def cells(self):
         import pandas as pd

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..util.markdown import md_table
 from .export import EVIDENCE
 from .store import load
 
@@ -52,7 +53,7 @@ def render(study: str, table: str, row: str, column: str, root: Path = EVIDENCE)
     r, c, ids, found = trace(study, table, row, column, root)
     lines = [f"{study} / {table} / {r} / {c}: {len(ids)} runs, {len(found)} in the evidence", ""]
     if len(found):
-        lines.append(found[[k for k in SHOW if k in found.columns]].to_markdown(index=False))
+        lines.append(md_table(found[[k for k in SHOW if k in found.columns]], index=False))
         lines += ["", f"data: {found['data'].iloc[0]}"]
     missing = sorted(set(ids) - set(found["run_id"]))
     if missing:

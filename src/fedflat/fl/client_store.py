@@ -21,6 +21,7 @@ from typing import Callable
 import torch
 
 from ..util.io import torch_save
+from ..util.safe_load import load_tensors
 
 _VERSION = re.compile(r"client(\d+)\.r(\d+)\.pt$")
 
@@ -85,7 +86,7 @@ class ClientStateStore:
         self._start_fresh()
         p = self._latest(cid)
         if p is not None:
-            return {k: v.to(self.device) for k, v in torch.load(p, map_location="cpu").items()}
+            return {k: v.to(self.device) for k, v in load_tensors(p, "client state").items()}
         return {n: self.make(n) for n in self.names}
 
     def put(self, cid: int, state: dict[str, torch.Tensor], round: int) -> None:

@@ -24,6 +24,7 @@ from ..spec import TRAINING_DEFAULTS, RunSpec
 from ..util import numerics
 from ..util.io import torch_save, write_json
 from ..util.malloc import tune_allocator
+from ..util.safe_load import load_tensors
 from .batches import BatchStream, sample_clients, torch_generator
 from .client_store import ClientStateStore
 from .evaluate import evaluate
@@ -413,10 +414,7 @@ class Simulation:
         path = self.out.checkpoint
         if not path.exists() or self.start_round > 1:  # nothing to resume, or already resumed
             return
-        try:
-            ck = torch.load(path, map_location="cpu", weights_only=False)
-        except Exception as exc:
-            raise ConfigError(f"checkpoint {path} is corrupted or truncated ({type(exc).__name__}); delete it to restart the run") from None
+        ck = load_tensors(path, "checkpoint", advice="delete it to restart the run", keys=("digest",))  # runs no code
         if ck.get("digest") != self.spec.digest():
             raise ConfigError(f"checkpoint {path} belongs to different settings; delete it to restart the run")
         dev = self.device
@@ -506,7 +504,7 @@ def train(spec: RunSpec, out_dir: str | Path, partition_path: str | Path, data_r
         numerics.require(numerics_mode)  # before the data loads: a process in the wrong mode fails in one line
     out = Outputs(Path(out_dir))
     data = load_dataset(spec.dataset, data_root, download)
-    partition = Partition.load(partition_path)
+    partition = Partition.load(partition_path, num_samples=len(data.train_y))  # indices in range, before any compute
     sim = Simulation(spec, data, partition, out.dir, device=device, progress=progress, numerics_mode=numerics_mode)
     sim.resume()  # a corrupted or foreign checkpoint fails here, before anything is written
     write_json(out.config, {"spec": spec.to_dict(), "run_id": spec.run_id(), "algorithm": sim.algo.describe(),

@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..errors import ConfigError
 from ..util.io import write_text
 
 COLUMNS = ["round", "lr", "train_loss", "test_loss", "test_acc", "flatness_distance", "update_norm",
@@ -31,6 +32,38 @@ class MetricsLog:
         for r in self.rows:
             w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in self.columns()})
         write_text(path, buf.getvalue())
+
+
+def read_metrics(path: str | Path):
+    """A run's metrics.csv as a frame, checked whole before anything is drawn or tabulated from it: a file cut
+    mid-row (a full disk, a copy interrupted) or holding fewer rounds than its summary.json says were completed is a
+    ConfigError naming it, never a curve of half the rounds. A missing file is FileNotFoundError, as before."""
+    import json
+
+    import pandas as pd
+
+    path = Path(path)
+    text = path.read_text()
+    retrain = f"retrain the run (snakemake --cores 1 --force {path})"
+    if text and not text.endswith("\n"):
+        raise ConfigError(f"{path}: truncated (its last line ends mid-row); {retrain}")
+    try:
+        frame = pd.read_csv(io.StringIO(text))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        why = " ".join(str(exc).split())[:160]
+        raise ConfigError(f"{path}: not a readable metrics file ({why}); {retrain}") from None
+    summary = path.with_name("summary.json")
+    if summary.exists() and "round" in frame:
+        try:
+            done = json.loads(summary.read_text()).get("rounds_completed")
+        except (ValueError, AttributeError):
+            raise ConfigError(f"{summary}: not a readable summary; {retrain}") from None
+        rounds = pd.to_numeric(frame["round"], errors="coerce")
+        last = rounds.iloc[-1] if len(rounds) else 0
+        if isinstance(done, int) and not (last == done and rounds.notna().all()):
+            raise ConfigError(f"{path}: holds rounds up to {last} but {summary.name} says {done} were completed; "
+                              f"{retrain}")
+    return frame
 
 
 def _fmt_seconds(s: float) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..fl.metrics import read_metrics
 from ..recorded import SUMMARY, read_outcome
 from ..util.curves import CURVE_COSTS, curve_costs
 from ..util.stats import tie_bands
@@ -37,7 +38,7 @@ def _row(e: dict, hessian: bool) -> dict:
 
     d = Path(e["dir"])
     if (d / SUMMARY).exists():
-        s, m = json.loads((d / SUMMARY).read_text()), pd.read_csv(d / "metrics.csv")
+        s, m = json.loads((d / SUMMARY).read_text()), read_metrics(d / "metrics.csv")
         ok = s["status"] == "completed"
         last10 = 100 * s["last10_acc"] if ok else np.nan
         costs = curve_costs(m, last10, ok, BYTES_PER_FLOAT)

@@ -12,6 +12,7 @@ from ..report.grids import setting_text
 from ..recorded import read_outcome
 from ..util.curves import REACH
 from ..util.io import write_text
+from ..util.markdown import md_table
 from .flatness import MEASURES, flatness_correlations, value_text
 from .results import load_runs, partition_title, per_method, unstable_methods
 from .stats import ascent_verdict
@@ -59,7 +60,7 @@ def _flatness_section(agg: pd.DataFrame, chosen: dict, parts: list[str], titles:
     t = pd.DataFrame({"Partition": c["partition"].map(titles), "Measure": c["measure"].map(MEASURES),
                       "Methods": c["subset"], "n": c["n"].astype(str),
                       "Spearman ρ [95 % CI]": [value_text(r) for r in c.to_dict("records")]})
-    return ("## Does a flatter global model generalise better?\n\n" + t.to_markdown(index=False, disable_numparse=True)
+    return ("## Does a flatter global model generalise better?\n\n" + md_table(t, index=False, disable_numparse=True)
             + "\n\nρ < 0 with an interval below 0: the flatter (smaller λ_max or flatness distance), the more accurate. "
             "Methods with a diverged seed have no mean and are left out; the interval resamples methods.\n")
 
@@ -118,7 +119,7 @@ def _ablation_section(m: dict, agg: pd.DataFrame, titles: dict) -> str:
                      "ρ = 0 (val. %)": _num(abl, "{:.2f}"), "Δ": _num(d, "{:+.2f}"), "Seed std (final)": _num(std, "{:.2f}"),
                      "Verdict": verdict})
     t = pd.DataFrame(rows)
-    return ("## Does the ascent help? The ρ = 0 ablation\n\n" + t.to_markdown(index=False, disable_numparse=True)
+    return ("## Does the ascent help? The ρ = 0 ablation\n\n" + md_table(t, index=False, disable_numparse=True)
             + "\n\nPick and ρ = 0: mean validation accuracy over the last 10 % of the evaluated rounds at the full "
               "horizon (the continuation seeds); the ascent helps where Δ exceeds the standard deviation of the "
               "method's final test accuracy over seeds, and ρ = 0 is better where −Δ does; \"ρ = 0 diverged\": the "
@@ -164,12 +165,12 @@ def render_leaderboard(m: dict, out_base: Path) -> pd.DataFrame:
     rank_wide = rank_wide.sort_values("mean rank").rename(columns=titles)
     rank_wide.index.name = "Method"
     sections = [f"# {m['title']}\n", protocol_text(m) + "\n", "## Ranks per partition (1 = highest mean final test accuracy)\n",
-                rank_wide.map(lambda v: _num(v, "{:.3g}")).to_markdown(disable_numparse=True) + "\n"]
+                md_table(rank_wide.map(lambda v: _num(v, "{:.3g}")), disable_numparse=True) + "\n"]
     tex = []
     for p in parts:
         t = _partition_table(agg[agg["partition"] == p], m["chosen"].get(p, {}), m.get("trials"),
                              m.get("grids"), m.get("continued"))
-        sections += [f"## {titles[p]}\n", t.to_markdown(index=False, disable_numparse=True) + "\n"]
+        sections += [f"## {titles[p]}\n", md_table(t, index=False, disable_numparse=True) + "\n"]
         tex.append(t.to_latex(index=False, escape=True, caption=f"Leaderboard, {titles[p]}", label=f"tab:leaderboard_{p}"))
     sections.append(_flatness_section(agg, m["chosen"], parts, titles))
     if m.get("ablations"):

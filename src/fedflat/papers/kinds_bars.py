@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
+from ..fl.metrics import read_metrics
 from ..kinds import FIGURE_KINDS
 
 
@@ -24,7 +25,7 @@ def layer_values(run_dirs: list[str], prefix: str) -> dict[str, list[float]]:
     """{layer: [value per run]}: the last non-empty value of every `<prefix><layer>` column."""
     out: dict[str, list[float]] = {}
     for d in run_dirs:
-        m = pd.read_csv(f"{d}/metrics.csv")
+        m = read_metrics(f"{d}/metrics.csv")
         for col in m.columns:
             if col.startswith(prefix):
                 v = m[col].dropna()

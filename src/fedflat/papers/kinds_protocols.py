@@ -27,6 +27,7 @@ from ..analysis.paths import SNAPSHOT_SPLITS, hessian_at
 from ..errors import ConfigError, choice_error
 from ..kinds import TABLE_KINDS
 from ..util.io import write_text
+from ..util.markdown import md_table
 
 METRICS = ("lambda_max", "trace")
 PROTOCOLS = {"train": "(a) global model, training data", "clients": "(b) global model, each client's data",
@@ -186,6 +187,7 @@ def render_protocols(m: dict, out_base: Path) -> None:
                f"Scale: {m['scale'].get('name', 'paper')} ({m['scale'].get('note', 'the paper settings')}).")
     if m.get("note"):
         caption += " " + m["note"]
-    write_text(out_base.with_suffix(".md"), f"# {m['title']}\n\n{wide.to_markdown(index=False, disable_numparse=True)}\n\n{caption}\n")
+    body = md_table(wide, index=False, disable_numparse=True)
+    write_text(out_base.with_suffix(".md"), f"# {m['title']}\n\n{body}\n\n{caption}\n")
     write_text(out_base.with_suffix(".csv"), long.to_csv(index=False))
     write_text(out_base.with_suffix(".tex"), wide.to_latex(index=False, escape=True, caption=caption, label=f"tab:{out_base.name}"))

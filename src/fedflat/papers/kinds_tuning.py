@@ -24,6 +24,7 @@ from ..errors import ConfigError, choice_error
 from ..kinds import TABLE_KINDS
 from ..report.grids import METRICS, choose, grid_edges, grid_means, grid_scores, setting_text
 from ..util.io import write_text
+from ..util.markdown import md_table
 
 
 
@@ -140,7 +141,7 @@ def render_grid(m: dict, out_base: Path):
                f"of a grid of 3 or more values, so the best value may lie outside it.")
     if m.get("note"):
         caption += " " + m["note"]
-    write_text(out_base.with_suffix(".md"), f"# {m['title']}\n\n{table.to_markdown(disable_numparse=True)}\n\n{caption}\n")
+    write_text(out_base.with_suffix(".md"), f"# {m['title']}\n\n{md_table(table, disable_numparse=True)}\n\n{caption}\n")
     write_text(out_base.with_suffix(".csv"), df.drop(columns=["row_params"]).to_csv(index=False))
     write_text(out_base.with_suffix(".tex"), table.to_latex(escape=True, caption=caption, label=f"tab:{out_base.name}"))
     return {meth: (None if b is None else b[1]) for meth, b in best.items()}

@@ -8,6 +8,7 @@ import pandas as pd
 
 from ..report.panels import panel_grid, shared_legend, suptitle
 from ..util.io import write_text
+from ..util.markdown import md_table
 from .published import fmt, parse_published
 from .stats import (CellValue, SUMMARY_METRICS, column_metric, file_metric, metric_header, per_round_metric, rounds_metric,
                     summary_metric)
@@ -103,7 +104,7 @@ def has_published(m: dict) -> bool:
 def _markdown(frame: pd.DataFrame) -> str:
     flat = frame.copy()
     flat.columns = [f"{g} · {k}" if g else k for g, k in frame.columns]
-    return flat.to_markdown()
+    return md_table(flat)
 
 
 def render_paper_table(m: dict, out_base) -> pd.DataFrame:

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError, choice_error
+from ..fl.metrics import read_metrics
 from ..recorded import FAILED, SUMMARY, read_file_value, read_outcome
 from ..run_paths import run_of_file
 
@@ -62,7 +63,7 @@ def _summary(run_dir: str) -> dict:
 
 
 def _metrics(run_dir: str) -> pd.DataFrame:
-    return pd.read_csv(Path(run_dir) / "metrics.csv")
+    return read_metrics(Path(run_dir) / "metrics.csv")
 
 
 SUMMARY_METRICS = {

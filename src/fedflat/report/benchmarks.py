@@ -20,6 +20,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..util.io import read_manifest, write_text
+from ..util.markdown import md_table
+from ..util.names import under
 
 BENCHMARK_FILE = "benchmark.tsv"
 COLUMNS = ("s", "h:m:s", "max_rss", "max_vms", "max_uss", "max_pss", "io_in", "io_out", "mean_load", "cpu_time")
@@ -93,7 +95,7 @@ def benchmark_manifest(study) -> list[dict]:
 
 def benchmarks_output(study) -> str:
     """Where a study's table goes: results/benchmarks/<study name>.md (outside the table rule's pattern)."""
-    return f"results/benchmarks/{study.config.get('study') or 'study'}.md"
+    return str(under("results/benchmarks", f"{study.config.get('study') or 'study'}.md", key="study"))
 
 
 def manifest_digest(manifest: list[dict]) -> str:
@@ -128,7 +130,7 @@ def render_benchmarks(manifest: list[dict], out_md: str | Path, title: str = "",
     if len(df) == 0:
         body = "No training run is needed by this study's tables and figures."
     else:
-        body = shown.to_markdown(index=False, disable_numparse=True,  # keep the formatted figures
+        body = md_table(shown, index=False, disable_numparse=True,  # keep the formatted figures
                                  colalign=("left",) * 4 + ("right",) * 4)
     parts = [f"# {title}" if title else "", body]
     if len(recorded):

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..fl.metrics import read_metrics
+
 
 def load_runs(entries: list[dict]) -> pd.DataFrame:
     """entries: dicts with the run's labels and 'dir'. Returns one row per run with its summary."""
@@ -19,7 +21,7 @@ def load_runs(entries: list[dict]) -> pd.DataFrame:
 def load_curves(entries: list[dict]) -> pd.DataFrame:
     frames = []
     for e in entries:
-        m = pd.read_csv(Path(e["dir"]) / "metrics.csv")
+        m = read_metrics(Path(e["dir"]) / "metrics.csv")
         for k, v in e.items():
             if k != "dir":
                 m[k] = v

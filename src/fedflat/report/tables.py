@@ -9,6 +9,7 @@ import pandas as pd
 
 from ..recorded import FAILED
 from ..util.io import write_text
+from ..util.markdown import md_table
 from .collect import load_runs
 
 GROUP_COLS = ["dataset", "model", "partition"]
@@ -64,7 +65,7 @@ def render_accuracy_table(entries: list[dict], out_base: str | Path, title: str 
     if note:
         caption += " " + note
     out_base = Path(out_base)
-    md = (f"# {title}\n\n" if title else "") + table.to_markdown() + f"\n\n{caption}\n"
+    md = (f"# {title}\n\n" if title else "") + md_table(table) + f"\n\n{caption}\n"
     write_text(out_base.with_suffix(".md"), md)
     write_text(out_base.with_suffix(".csv"), summary.to_csv(index=False))
     tex = table.to_latex(escape=True, caption=caption, label=f"tab:{out_base.name}")
