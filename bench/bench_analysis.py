@@ -13,11 +13,11 @@ import numpy as np
 import torch
 
 from bench.common import WORKLOADS, interleave, machine, synthetic
-from fedflat.analysis.directions import directions
-from fedflat.analysis.hessian import HessianOperator
-from fedflat.analysis.landscape import evaluate_points
-from fedflat.fl.flat import FlatModel
-from fedflat.models import build_model
+from fedflat.pipeline.analysis.directions import directions
+from fedflat.pipeline.analysis.hessian import HessianOperator
+from fedflat.pipeline.analysis.landscape import evaluate_points
+from fedflat.training.fl.flat import FlatModel
+from fedflat.training.models import build_model
 
 
 def bench(workload: str, device: str, batch: int, chunks: int, grid: int) -> None:

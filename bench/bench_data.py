@@ -16,9 +16,9 @@ import time
 import torch
 import torch.nn.functional as F
 
-from fedflat.data.augment import Augmenter, black_fill
-from fedflat.data.base import ArrayDataset
-from fedflat.models import build_model
+from fedflat.training.data.augment import Augmenter, black_fill
+from fedflat.training.data.base import ArrayDataset
+from fedflat.training.models import build_model
 
 MEAN, STD = (0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010)
 N_TRAIN = 10_000

@@ -8,7 +8,7 @@ the MLP). Compilation warm-up is printed separately; steady state is what the ra
 Chunks of K engine steps (one client's local training) alternate with K bare eager steps; the
 speed-up is printed from wall time (total and best chunks) and from process CPU time.
 With backend=compile, FedAvg/FedSAM-type algorithms run each local step as one compiled graph
-(fl/fast.py FusedStep).
+(training/fl/fast.py FusedStep).
 The engine's eager backend is timed alongside, as a reference for the fused-step question.
 """
 from __future__ import annotations

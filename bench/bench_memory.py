@@ -3,7 +3,7 @@
 FedSMOO keeps two vectors per client (the perturbation dual μ_i and the FedDyn dual h_i), each the
 size of the model: 100 clients x ResNet-18-GN (11.2 M parameters) x 2 states is 8.9 GB of client
 state. The engine's `training.client_state` picks where it lives: `memory` (a dict of tensors) or
-`disk` (one file per client, loaded only while that client trains; fl/client_store.py).
+`disk` (one file per client, loaded only while that client trains; training/fl/client_store.py).
 
 What is measured, each store in a fresh process (ru_maxrss is a per-process high-water mark):
 1. build the Simulation (CIFAR-shaped synthetic uint8 data in memory, ResNet-18-GN, FedSMOO);
@@ -72,7 +72,7 @@ def child(store: str, clients: int, rounds: int, participation: float, n_train: 
     import torch
 
     from bench.common import make_sim, synthetic
-    from fedflat.fl.engine import Simulation
+    from fedflat.training.fl.engine import Simulation
 
     if streaming_flatness:  # diagnostic only: what the engine would save (engine.py is not changed)
         Simulation.flatness_distance = staticmethod(_streaming_flatness)

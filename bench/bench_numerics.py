@@ -1,4 +1,4 @@
-"""The cost of portable numerics (src/fedflat/util/numerics.py): a client's round (K local steps) in portable mode
+"""The cost of portable numerics (src/fedflat/core/util/numerics.py): a client's round (K local steps) in portable mode
 (AVX2 kernels, MKL's strict AVX2 branch, eager local steps) against native mode, both with one thread.
 
   python -m bench.bench_numerics [--workloads mlp2 lenet5] [--algorithms fedavg fedsam] [--steps 10]
@@ -20,7 +20,7 @@ import os
 import subprocess
 import sys
 
-from fedflat.util.numerics import ENV_VAR, PORTABLE_ENV
+from fedflat.core.util.numerics import ENV_VAR, PORTABLE_ENV
 
 
 def child(workload: str, algorithm: str, backend: str, steps: int, rounds: int) -> dict:
@@ -30,7 +30,7 @@ def child(workload: str, algorithm: str, backend: str, steps: int, rounds: int) 
     import torch
 
     from bench.bench_real import REAL, build, client_round
-    from fedflat.util import numerics
+    from fedflat.core.util import numerics
 
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:

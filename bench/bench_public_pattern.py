@@ -30,10 +30,10 @@ from PIL import Image
 from torch.utils.data import DataLoader, Dataset, Subset
 
 from bench.common import CIFAR_MEAN, CIFAR_STD, WORKLOADS, machine, make_sim, synthetic, timed
-from fedflat.data.augment import Augmenter, black_fill
-from fedflat.fl.evaluate import evaluate
-from fedflat.models import build_model
-from fedflat.spec import TRAINING_DEFAULTS
+from fedflat.training.data.augment import Augmenter, black_fill
+from fedflat.training.fl.evaluate import evaluate
+from fedflat.training.models import build_model
+from fedflat.core.spec import TRAINING_DEFAULTS
 
 
 class PILDataset(Dataset):
@@ -169,11 +169,11 @@ def default_study(out_dir, backend: str) -> dict:
 
     import yaml
 
-    from fedflat.algorithms import PRESETS
-    from fedflat.data import load_dataset
-    from fedflat.data.partition import make_partition
-    from fedflat.fl.engine import Simulation
-    from fedflat.spec import RunSpec, check_training
+    from fedflat.training.algorithms import PRESETS
+    from fedflat.training.data import load_dataset
+    from fedflat.training.data.partition import make_partition
+    from fedflat.training.fl.engine import Simulation
+    from fedflat.core.spec import RunSpec, check_training
 
     cfg = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
     tr = check_training({**cfg["training"], "backend": backend, "checkpoint_every": 0})

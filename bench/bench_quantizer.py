@@ -12,8 +12,8 @@ import time
 
 import torch
 
-from fedflat.compression.quantization import _segment_ids, segment_norms, stochastic_quantize
-from fedflat.util.malloc import tune_allocator
+from fedflat.training.compression.quantization import _segment_ids, segment_norms, stochastic_quantize
+from fedflat.core.util.malloc import tune_allocator
 
 torch.set_num_threads(1)
 MLP = (784 * 200, 200, 200 * 200, 200, 200 * 10, 10)  # mlp2's tensors, in order
@@ -37,7 +37,7 @@ def main(argv=None) -> None:
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--chunks", type=int, default=5)
     a = ap.parse_args(argv)
-    tune_allocator()  # as every training process does (fl/engine.py)
+    tune_allocator()  # as every training process does (training/fl/engine.py)
     d = sum(MLP)
     v, gen = torch.randn(d), torch.Generator().manual_seed(0)
     lay = layouts(d)

@@ -1,6 +1,6 @@
 """Real reproduction workloads (issue 15): a client's round (K local steps and its 4-bit quantized
 uplink) with `training.backend: auto` ÷ the same with `eager`, per workload and algorithm; the
-allocator thresholds (fedflat/util/malloc.py) against glibc's defaults; a job's fixed cost.
+allocator thresholds (fedflat/core/util/malloc.py) against glibc's defaults; a job's fixed cost.
 
   python -m bench.bench_real [--workloads mlp2 convnet lenet5] [--algorithms fedavg fedsam fedsynsam]
                              [--steps 10] [--chunks 4] [--parts steps today fixed allocator]
@@ -73,7 +73,7 @@ def client_round(sim, t: int = 40):
 
 
 def path_of(sim) -> str:
-    from fedflat.fl.fused import fused_blocker
+    from fedflat.training.fl.fused import fused_blocker
 
     return "eager" if sim.backend == "eager" else ("fused" if fused_blocker(sim) is None else "per-call")
 

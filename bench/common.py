@@ -17,12 +17,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from fedflat.algorithms import PRESETS
-from fedflat.data.base import ArrayDataset
-from fedflat.data.partition import Partition
-from fedflat.fl.engine import Simulation
-from fedflat.models import build_model
-from fedflat.spec import RunSpec, check_training
+from fedflat.training.algorithms import PRESETS
+from fedflat.training.data.base import ArrayDataset
+from fedflat.training.data.partition import Partition
+from fedflat.training.fl.engine import Simulation
+from fedflat.training.models import build_model
+from fedflat.core.spec import RunSpec, check_training
 
 # One intra-op thread by default: on a shared 2-core machine two OpenMP threads wait on each other
 # whenever one is descheduled (steps became 100x slower under load); both sides use the same count.

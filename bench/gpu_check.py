@@ -12,7 +12,7 @@ summaries are written whatever happened:
   correctness  FedAvg, FedSAM, SCAFFOLD, FedDyn, FedSynSAM, FedTOGA (and FedSAM on a CNN) trained for a few
                rounds on digits from one seed on the CPU and on CUDA, one client at a time and vmapped:
                final accuracy and parameters within stated tolerances (bench/gpu_check_correct.py)
-  reductions   the exact rho = 0 reductions of fedflat.algorithms.reductions.RHO0 on CUDA, float64, both
+  reductions   the exact rho = 0 reductions of fedflat.training.algorithms.reductions.RHO0 on CUDA, float64, both
                local paths (bench/gpu_check_reduce.py)
   speed        client-rounds/s of the FMNIST MLP, LeNet-5, the FedAvg CNN and ResNet-18-GN at the papers'
                sizes: CUDA vmapped and one at a time against one CPU core, as ratios; peak GPU memory per

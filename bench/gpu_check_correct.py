@@ -1,7 +1,7 @@
 """Correctness of the GPU path (bench/gpu_check.py): a few presets trained for a few rounds on scikit-learn's
 digits from the same seed, one client at a time on the CPU (the reference) and, as candidates, with the
 clients vmapped on the CPU, one at a time on CUDA and vmapped on CUDA (training.vmap_clients,
-fl/together.py). A candidate passes when its final test accuracy is within ACC_TOL of the reference's and
+training/fl/together.py). A candidate passes when its final test accuracy is within ACC_TOL of the reference's and
 its final parameters within PARAM_TOL of them, relative to the distance the reference travelled.
 
 Why these tolerances: the runs start from the same initial model (built on the CPU from the seed, then
@@ -25,8 +25,8 @@ from typing import Iterator, Optional
 
 import torch
 
-from fedflat.data import load_dataset
-from fedflat.data.partition import make_partition
+from fedflat.training.data import load_dataset
+from fedflat.training.data.partition import make_partition
 from bench.gpu_check_budget import OverBudget, Share, hard_stop
 from bench.gpu_check_sims import build_sim, failure
 

@@ -1,5 +1,5 @@
 """The exact rho = 0 reductions on the device (bench/gpu_check.py): every pair in
-fedflat.algorithms.reductions.RHO0 (the SAM-type preset with its ascent off follows its base preset's
+fedflat.training.algorithms.reductions.RHO0 (the SAM-type preset with its ascent off follows its base preset's
 trajectory) as tests/algorithms/test_rho0_reductions.py proves it on the CPU, here run on CUDA one client at
 a time and with the clients vmapped: float64, the same trajectory to EXACT, and at rho = 0.1 a final model
 at least DIFFERS away, so the equality tests something. Data: a float64 slice of scikit-learn's digits
@@ -14,10 +14,10 @@ from typing import Iterator, Optional
 import numpy as np
 import torch
 
-from fedflat.algorithms.reductions import RHO0, rho0_base
-from fedflat.data import load_dataset
-from fedflat.data.base import ArrayDataset
-from fedflat.fl.together import together_blocker
+from fedflat.training.algorithms.reductions import RHO0, rho0_base
+from fedflat.training.data import load_dataset
+from fedflat.training.data.base import ArrayDataset
+from fedflat.training.fl.together import together_blocker
 from bench.gpu_check_budget import OverBudget, Share, hard_stop
 from bench.gpu_check_sims import blocks, build_sim, failure, trajectory
 

@@ -12,7 +12,7 @@ from typing import Optional
 import numpy as np
 import torch
 
-from fedflat.util.provenance import source_commit
+from fedflat.core.util.provenance import source_commit
 
 # CIFAR-10, 100 clients, 10 % per round, 5 local epochs of 500 images at B 50 (K 50): seconds per round as the
 # codebases' READMEs publish them (quoted by issue 51). Ours: the same round (10 clients x 50 steps, random

@@ -11,11 +11,11 @@ from typing import Optional
 import numpy as np
 import torch
 
-from fedflat.algorithms import PRESETS
-from fedflat.data.base import ArrayDataset
-from fedflat.data.partition import Partition
-from fedflat.fl.engine import Simulation
-from fedflat.spec import RunSpec, check_training
+from fedflat.training.algorithms import PRESETS
+from fedflat.training.data.base import ArrayDataset
+from fedflat.training.data.partition import Partition
+from fedflat.training.fl.engine import Simulation
+from fedflat.core.spec import RunSpec, check_training
 
 NO_CUDA = "no CUDA device"
 REPO = Path(__file__).resolve().parents[1]

@@ -1,6 +1,6 @@
 """Speed of the GPU path (bench/gpu_check.py): client-rounds per second at the papers' model sizes with random
 weights and random uint8 images, on CUDA with the round's clients vmapped (training.vmap_clients,
-fl/together.py) and one at a time (the engine's loop), against one CPU core; peak GPU memory per client.
+training/fl/together.py) and one at a time (the engine's loop), against one CPU core; peak GPU memory per client.
 
 A measurement (`measure`) on a Simulation of S clients of 500 images each, all sampled every round:
   warm-up   one round of 1 local step (kernels chosen, memory allocated): not timed

@@ -16,28 +16,32 @@ ROOT = Path(__file__).resolve().parents[1] / "src" / "fedflat"
 
 
 def allowed(a: str, b: str) -> bool:
-    """The imports .importlinter ignores: a `python -m` main loading the composition root, and
-    `python -m fedflat.papers trace` handing over to `python -m fedflat.evidence trace`."""
-    return (a.endswith(".__main__") and b == "fedflat.plugins") or (a, b) == ("fedflat.papers.__main__",
-                                                                            "fedflat.evidence.__main__")
-# Top layer first; a module imports only from its own layer or below. Mirrors .importlinter.
+    """The imports .importlinter ignores: a `python -m` main loading the composition root."""
+    return a.endswith(".__main__") and b == "fedflat.plugins"
+
+
+# Top layer first; a module imports only from its own layer or below. Mirrors .importlinter: the top-level folders
+# in order, each folder's own layers in order within it (a name covers the module or package and everything below).
 DEFAULT_LAYERS = [
+    "analysis|papers|leaderboard",
     "__main__|cli|plugins",
     "evidence",
-    "leaderboard",
-    "papers|build",
-    "analysis",
-    "report",
-    "study",
-    "scale",
-    "synsam",
-    "fl",
-    "compression",
-    "algorithms",
-    "models|data",
-    "spec|run_paths|kinds",
-    "registry|util",
-    "errors",
+    "results.leaderboard",
+    "results.papers",
+    "pipeline.build",
+    "pipeline.analysis",
+    "pipeline.report",
+    "pipeline.inputs",
+    "pipeline.study",
+    "pipeline.scale",
+    "training.synsam",
+    "training.fl",
+    "training.compression",
+    "training.algorithms",
+    "training.models|training.data",
+    "core.spec|core.run_paths|core.kinds|core.recorded",
+    "core.registry|core.util",
+    "core.errors",
 ]
 
 
@@ -90,9 +94,9 @@ def graph(root: Path = ROOT) -> tuple[nx.DiGraph, dict[str, int]]:
 
 
 def layer_of(module: str, layers: list[str]) -> int:
-    top = module.split(".")[1] if module.count(".") else "__init__"
+    rel = module.partition(".")[2] or "__init__"
     for i, layer in enumerate(layers):
-        if top in layer.split("|"):
+        if any(rel == name or rel.startswith(name + ".") for name in layer.split("|")):
             return i
     return -1
 

@@ -10,7 +10,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _as_clean_checkout() -> None:
-    """Tests run as from a clean checkout of HEAD (FEDFLAT_GIT_COMMIT, util/provenance.py): an uncommitted edit of a
+    """Tests run as from a clean checkout of HEAD (FEDFLAT_GIT_COMMIT, core/util/provenance.py): an uncommitted edit of a
     developer must not make the paper-scale end-to-end tests hit the clean-commit refusal, which its own test
     (tests/faults/test_clean_commit.py) triggers with an explicit dirty commit."""
     import subprocess

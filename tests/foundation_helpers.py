@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from fedflat.data.base import ArrayDataset
-from fedflat.data.partition import Partition
-from fedflat.fl.engine import Simulation
-from fedflat.spec import RunSpec, check_training
+from fedflat.training.data.base import ArrayDataset
+from fedflat.training.data.partition import Partition
+from fedflat.training.fl.engine import Simulation
+from fedflat.core.spec import RunSpec, check_training
 
 D, C = 5, 3
 
@@ -25,7 +25,7 @@ def tiny_problem(num_clients=3, per_client=6, seed=0, dim=D, n_test=6):
 
 
 def make_sim(algorithm, hparams, tmp_path, num_clients=3, per_client=6, local_steps=2, lr=0.3, rounds=2, **tr):
-    from fedflat.algorithms import PRESETS
+    from fedflat.training.algorithms import PRESETS
 
     data, part, x, y, clients = tiny_problem(num_clients, per_client)
     training = check_training({"num_clients": num_clients, "participation": 1.0, "rounds": rounds,

@@ -6,10 +6,10 @@ import math
 
 import torch
 
-from fedflat.algorithms import PRESETS
-from fedflat.fl.engine import Simulation
-from fedflat.fl.hooks import RoundHook
-from fedflat.spec import RunSpec, check_training
+from fedflat.training.algorithms import PRESETS
+from fedflat.training.fl.engine import Simulation
+from fedflat.training.fl.hooks import RoundHook
+from fedflat.core.spec import RunSpec, check_training
 
 # 4 clients of the embedded digits data, 2 sampled per round, 2 local steps of 16 samples: every part
 # acts (corrections and server states from round 2 on), a whole preset runs in well under a second

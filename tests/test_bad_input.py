@@ -2,7 +2,7 @@
 non-zero exit, and leaves earlier results untouched.
 
 Config errors are checked the way the Snakefile checks them at parse time (JSON schema, then
-fedflat.study.load_study; workflow/rules/common.smk), in-process for speed; a few go through a
+fedflat.pipeline.study.load_study; workflow/rules/common.smk), in-process for speed; a few go through a
 real `snakemake` to show that path prints the same single line and exits before any job.
 File errors go through the CLI entry points the rules call.
 """
@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 from fedflat.cli import main as cli
-from fedflat.errors import ConfigError
-from fedflat.study import load_study, schema_error
+from fedflat.core.errors import ConfigError
+from fedflat.pipeline.study import load_study, schema_error
 
 from faults.helpers import make_partition_file, make_spec, snakemake, train_cmd, workdir
 
@@ -225,7 +225,7 @@ def test_bad_file_is_one_clear_line(files, capsys, case):
         (out / "checkpoint.pt").write_bytes(b"PK\x03\x04" + os.urandom(64))
         argv, words = _train_argv(spec, part, out), ["checkpoint.pt", "corrupted or truncated"]
     elif case == "checkpoint of other settings":
-        from fedflat.fl.engine import train
+        from fedflat.training.fl.engine import train
 
         train(make_spec("fedavg", rounds=4, lr=0.1), out, part, progress=False, stop_after=2)
         assert (out / "checkpoint.pt").exists()

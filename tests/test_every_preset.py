@@ -7,12 +7,12 @@ import math
 import pytest
 import torch
 
-from fedflat.algorithms import PRESETS
-from fedflat.algorithms.fedsol_parts import ProjectionPerturbation
-from fedflat.algorithms.losses import FedSOLPerturbation
-from fedflat.data import load_dataset
-from fedflat.data.partition import make_partition
-from fedflat.fl.hooks import BYTES_PER_FLOAT
+from fedflat.training.algorithms import PRESETS
+from fedflat.training.algorithms.fedsol_parts import ProjectionPerturbation
+from fedflat.training.algorithms.losses import FedSOLPerturbation
+from fedflat.training.data import load_dataset
+from fedflat.training.data.partition import make_partition
+from fedflat.training.fl.hooks import BYTES_PER_FLOAT
 from preset_checks import LEARN, TINY, recorded_last_round, tiny_sim, without_times
 
 NAMES = PRESETS.names()

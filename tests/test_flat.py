@@ -3,7 +3,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from fedflat.fl.flat import FlatModel, initial_vector
+from fedflat.training.fl.flat import FlatModel, initial_vector
 
 
 def test_grad_at_equals_autograd_and_writes_views():

@@ -93,8 +93,8 @@ def test_flatness_distance_and_bytes(tmp_path):
 
 
 def test_flatness_distance_definition():
-    from fedflat.algorithms import ClientResult
-    from fedflat.fl.engine import Simulation
+    from fedflat.training.algorithms import ClientResult
+    from fedflat.training.fl.engine import Simulation
 
     d = [torch.tensor([1.0, 0.0]), torch.tensor([3.0, 0.0]), torch.tensor([2.0, 3.0])]
     res = [ClientResult(i, v, v, {}, 1, 0.0, torch.zeros(0)) for i, v in enumerate(d)]

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from fedflat.data.partition import Partition, canonical_partition, make_partition, parse_partition
-from fedflat.errors import ConfigError
+from fedflat.training.data.partition import Partition, canonical_partition, make_partition, parse_partition
+from fedflat.core.errors import ConfigError
 
 LABELS = np.repeat(np.arange(10), 100)  # 1,000 samples, 10 balanced classes
 np.random.default_rng(0).shuffle(LABELS)
@@ -84,7 +84,7 @@ def _lda_reference(labels, num_clients, rng, alpha, num_classes):
 def test_lda_draws_sizes_first_but_keeps_the_random_stream(alpha, clients):
     """Counting sizes per draw and building buckets once gives the partition the plain form gives (cached
     partitions of earlier runs stay valid)."""
-    from fedflat.data.partition import PARTITIONERS
+    from fedflat.training.data.partition import PARTITIONERS
 
     labels = np.repeat(np.arange(10), 200)
     ours = PARTITIONERS.get("dirichlet")(labels, clients, np.random.default_rng(7), alpha=alpha, variant="lda")

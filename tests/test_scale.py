@@ -1,12 +1,12 @@
-"""fedflat.scale on small plain studies: overrides, and the refusals of a scale that merges, splits,
+"""fedflat.pipeline.scale on small plain studies: overrides, and the refusals of a scale that merges, splits,
 reorders or empties what the paper scale keeps apart (each one ConfigError line naming the target)."""
 import copy
 
 import pytest
 
-from fedflat.errors import ConfigError
-from fedflat.scale import apply_scale
-from fedflat.study import load_study
+from fedflat.core.errors import ConfigError
+from fedflat.pipeline.scale import apply_scale
+from fedflat.pipeline.study import load_study
 
 
 def study(**experiments) -> dict:

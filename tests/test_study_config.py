@@ -4,8 +4,8 @@ import copy
 import pytest
 import yaml
 
-from fedflat.errors import ConfigError
-from fedflat.study import load_study
+from fedflat.core.errors import ConfigError
+from fedflat.pipeline.study import load_study
 
 
 @pytest.fixture
@@ -39,7 +39,7 @@ def test_job_params_leave_out_unset_late_keys_and_round_trip(cfg):
     change their run id."""
     import json
 
-    from fedflat.spec import _HASHED_WHEN_SET, _SPEED_ONLY, RunSpec
+    from fedflat.core.spec import _HASHED_WHEN_SET, _SPEED_ONLY, RunSpec
 
     spec = next(iter(load_study(cfg).runs.values()))
     params = json.loads(spec.job_params())

@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from .util.io import read_manifest
+from .core.util.io import read_manifest
 
 
 def _threads(n: int | None) -> None:
@@ -21,8 +21,8 @@ def _threads(n: int | None) -> None:
 
 
 def cmd_validate(a) -> None:
-    from .inputs import validate_config  # the workflow's own checks: its JSON schema, then the study's expansion
-    from .study import load_config_file
+    from .pipeline.inputs import validate_config  # the workflow's own checks: its JSON schema, then the study's expansion
+    from .pipeline.study import load_config_file
 
     cfg = {}
     for f in a.configfile:
@@ -32,8 +32,8 @@ def cmd_validate(a) -> None:
 
 
 def cmd_partition(a) -> None:
-    from .data import load_dataset, make_partition
-    from .data.natural import natural_partition
+    from .training.data import load_dataset, make_partition
+    from .training.data.natural import natural_partition
 
     data = load_dataset(a.dataset, a.data_root, a.download)
     if a.spec == "natural":
@@ -48,38 +48,38 @@ def cmd_partition(a) -> None:
 
 
 def cmd_train(a) -> None:
-    from .fl.engine import train
-    from .inputs import check_run_spec
-    from .util.attempt_log import kept_across_attempts
-    from .util.gpu_slots import pin_device
+    from .training.fl.engine import train
+    from .pipeline.inputs import check_run_spec
+    from .core.util.attempt_log import kept_across_attempts
+    from .core.util.gpu_slots import pin_device
 
     if a.require_clean:
         require_clean_commit()
     _threads(1 if a.numerics == "portable" else a.threads)  # portable: one thread whatever the job asked
     spec = check_run_spec(json.loads(a.spec))  # every field checked before any data is loaded
     device = pin_device(a.device)  # multi-GPU box: this job alone on one free GPU
-    with kept_across_attempts(a.out_dir) as finished:  # train.log keeps a killed attempt's lines (util/attempt_log.py)
+    with kept_across_attempts(a.out_dir) as finished:  # train.log keeps a killed attempt's lines (core/util/attempt_log.py)
         train(spec, a.out_dir, a.partition, a.data_root, device, a.download, progress=not a.quiet,
               numerics_mode=a.numerics)
         finished()
 
 
 def cmd_table(a) -> None:
-    from .kinds import TABLE_KINDS
+    from .core.kinds import TABLE_KINDS
 
     m = read_manifest(a.manifest)
     TABLE_KINDS.get(m["kind"], key="table kind").render(m, Path(a.out).with_suffix(""))
 
 
 def cmd_figure(a) -> None:
-    from .kinds import FIGURE_KINDS
+    from .core.kinds import FIGURE_KINDS
 
     m = read_manifest(a.manifest)
     FIGURE_KINDS.get(m["kind"], key="figure kind").render(m, a.out)
 
 
 def cmd_algorithms(a) -> None:
-    from .algorithms import PRESETS
+    from .training.algorithms import PRESETS
 
     rows = []
     for name in PRESETS.names():
@@ -149,16 +149,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_numerics_flag(p: argparse.ArgumentParser) -> None:
-    from .util.numerics import ENV_VAR, MODES
+    from .core.util.numerics import ENV_VAR, MODES
 
     p.add_argument("--numerics", choices=MODES, default=os.environ.get(ENV_VAR) or "native",
-                   help=f"kernel settings, applied before torch loads (util/numerics.py; default: ${ENV_VAR} or native)")
+                   help=f"kernel settings, applied before torch loads (core/util/numerics.py; default: ${ENV_VAR} or native)")
 
 
 def require_clean_commit() -> None:
     """Evidence runs record the commit that made them: refuse a modified working tree (one line) before any compute."""
-    from .errors import ConfigError
-    from .util.provenance import source_commit
+    from .core.errors import ConfigError
+    from .core.util.provenance import source_commit
 
     commit = source_commit()
     if commit is None or commit.endswith("-dirty"):
@@ -168,8 +168,8 @@ def require_clean_commit() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .errors import ConfigError
-    from .util.numerics import enter
+    from .core.errors import ConfigError
+    from .core.util.numerics import enter
 
     args = build_parser().parse_args(argv)
     try:

@@ -1,4 +1,4 @@
-"""A driver of fedflat's parts in the engine's hook order (fl/engine.py: start_point, downlink,
+"""A driver of fedflat's parts in the engine's hook order (training/fl/engine.py: start_point, downlink,
 client_begin, gradient, corrections, client_end, server_update, apply) with a closed-form gradient,
 for the hand-derived updates of the 2025 methods on quadratic clients (docs/algorithms_2025.md
 "Tests"). test_presets_2025.py checks the driver against the engine on a linear softmax model."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from fedflat.algorithms import build_algorithm
-from fedflat.algorithms.base import ClientContext, ClientResult, RoundResult, ServerState
+from fedflat.training.algorithms import build_algorithm
+from fedflat.training.algorithms.base import ClientContext, ClientResult, RoundResult, ServerState
 
 from .helpers_sam import make_sim, run
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from fedflat.fl.batches import sample_clients
-from fedflat.fl.engine import Simulation
-from fedflat.spec import RunSpec, check_training
+from fedflat.training.fl.batches import sample_clients
+from fedflat.training.fl.engine import Simulation
+from fedflat.core.spec import RunSpec, check_training
 from foundation_helpers import C, tiny_problem as base_tiny_problem
 
 D = 4  # input dim (C classes from foundation_helpers)
@@ -22,7 +22,7 @@ class Run:
     """A Simulation on the tiny problem plus what a reference needs: data, schedule, sampled sets."""
 
     def __init__(self, algorithm, hparams, tmp_path, per_client=5, **overrides):
-        from fedflat.algorithms import PRESETS
+        from fedflat.training.algorithms import PRESETS
 
         s = {**SETTINGS, **overrides}
         preset = PRESETS.get(algorithm)

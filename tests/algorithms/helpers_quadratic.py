@@ -3,7 +3,7 @@ perturbation step on it: shared by the part-level tests (test_perturbations, tes
 import numpy as np
 import torch
 
-from fedflat.algorithms import ClientContext
+from fedflat.training.algorithms import ClientContext
 
 TOL = 1e-12
 

@@ -7,9 +7,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from fedflat.algorithms import PRESETS
-from fedflat.fl.engine import Simulation
-from fedflat.spec import RunSpec, check_training
+from fedflat.training.algorithms import PRESETS
+from fedflat.training.fl.engine import Simulation
+from fedflat.core.spec import RunSpec, check_training
 from foundation_helpers import C, tiny_problem as base_tiny_problem
 
 D, H = 5, 4  # input dim, MLP hidden width (C classes from foundation_helpers)

@@ -3,8 +3,8 @@ on hand-made vectors whose expected values are worked out by hand in the comment
 import pytest
 import torch
 
-from fedflat.algorithms import CORRECTIONS, SERVERS, ClientContext, ClientResult, RoundResult, ServerState
-from fedflat.errors import ConfigError
+from fedflat.training.algorithms import CORRECTIONS, SERVERS, ClientContext, ClientResult, RoundResult, ServerState
+from fedflat.core.errors import ConfigError
 
 T = lambda *v: torch.tensor(v, dtype=torch.float64)  # noqa: E731
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from fedflat.algorithms import CORRECTIONS, SERVERS, ClientContext, ClientResult, RoundResult, ServerState
-from fedflat.algorithms.base import effective_steps
+from fedflat.training.algorithms import CORRECTIONS, SERVERS, ClientContext, ClientResult, RoundResult, ServerState
+from fedflat.training.algorithms.base import effective_steps
 
 from .helpers_baselines import Run
 

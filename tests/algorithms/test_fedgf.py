@@ -17,14 +17,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from fedflat.algorithms import PRESETS, build_algorithm
-from fedflat.algorithms.base import ClientContext, ConfigError, ServerState
-from fedflat.algorithms.reductions import rho0_base
-from fedflat.data.base import ArrayDataset
-from fedflat.data.partition import Partition
-from fedflat.fl.engine import Simulation
-from fedflat.fl.hooks import BYTES_PER_FLOAT
-from fedflat.spec import RunSpec, check_training
+from fedflat.training.algorithms import PRESETS, build_algorithm
+from fedflat.training.algorithms.base import ClientContext, ConfigError, ServerState
+from fedflat.training.algorithms.reductions import rho0_base
+from fedflat.training.data.base import ArrayDataset
+from fedflat.training.data.partition import Partition
+from fedflat.training.fl.engine import Simulation
+from fedflat.training.fl.hooks import BYTES_PER_FLOAT
+from fedflat.core.spec import RunSpec, check_training
 
 from .helpers_2025 import close, drive, same
 from .helpers_sam import make_sim, run

@@ -12,9 +12,9 @@ import pytest
 import torch
 import torch.nn as nn
 
-from fedflat.algorithms import CORRECTIONS, build_algorithm
-from fedflat.algorithms.fedrcl import rcl_loss
-from fedflat.errors import ConfigError
+from fedflat.training.algorithms import CORRECTIONS, build_algorithm
+from fedflat.training.algorithms.fedrcl import rcl_loss
+from fedflat.core.errors import ConfigError
 
 pytestmark = pytest.mark.usefixtures("float64")
 

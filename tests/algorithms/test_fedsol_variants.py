@@ -7,8 +7,8 @@ import pytest
 import torch
 import torch.nn as nn
 
-from fedflat.algorithms import CORRECTIONS, PERTURBATIONS, ClientContext, ServerState, build_algorithm
-from fedflat.errors import ConfigError
+from fedflat.training.algorithms import CORRECTIONS, PERTURBATIONS, ClientContext, ServerState, build_algorithm
+from fedflat.core.errors import ConfigError
 
 from .helpers_sam import C, D, H, forward, grad, make_sim, run, tensor_slices
 
@@ -127,7 +127,7 @@ def test_kl_prox_loss_term_value_and_gradient():
     part = CORRECTIONS.get("kl_prox")(kl_beta=beta, sol_tau=TAU)
     ctx = ctx_for(theta, model)
     t = w.clone().requires_grad_(True)
-    from fedflat.algorithms.losses import as_params, forward_with
+    from fedflat.training.algorithms.losses import as_params, forward_with
     got = part.loss_term(ctx, forward_with(model, as_params(model, t), x), x, y, model)
     ref = beta * kl_ref(theta, x)(w)
     assert abs(got.item() - ref.item()) < TOL

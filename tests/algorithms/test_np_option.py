@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from fedflat.algorithms import PERTURBATIONS, build_algorithm
+from fedflat.training.algorithms import PERTURBATIONS, build_algorithm
 
 from .helpers_quadratic import TOL, N, ctx_for, g_np, step, w_np
 
@@ -77,7 +77,7 @@ def test_smoo_neighbour_option(mode):
 
 
 def test_np_presets_and_domain():
-    from fedflat.errors import ConfigError
+    from fedflat.core.errors import ConfigError
     for name, base in (("fedspeed_np", "fedspeed"), ("fedsmoo_np", "fedsmoo")):
         a, b = build_algorithm(name), build_algorithm(base)
         assert a.hp["np_mode"] == "N" and b.hp["np_mode"] == "off"
@@ -91,7 +91,7 @@ def test_compiled_fused_step_refuses_the_option():
     """The fused compile path hard-codes the fresh-gradient SAM step: with np_mode it must fall back."""
     from types import SimpleNamespace
 
-    from fedflat.fl.fused import fused_blocker
+    from fedflat.training.fl.fused import fused_blocker
     sim = lambda hp: SimpleNamespace(backend="compile", algo=build_algorithm("fedsam", hp))
     assert fused_blocker(sim({})) is None
     assert "np_mode" in fused_blocker(sim({"np_mode": "N"}))

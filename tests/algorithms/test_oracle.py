@@ -14,7 +14,7 @@ def test_oracle_direction_is_the_full_federated_gradient(tmp_path):
     theta = sim.srv.theta.clone()
     want = np.mean([np_grad(theta.numpy(), x[c], y[c]) for c in clients], axis=0)  # unweighted mean over clients
     part = sim.algo.perturbation
-    from fedflat.algorithms import ClientContext
+    from fedflat.training.algorithms import ClientContext
     ctx = ClientContext(cid=0, round=1, lr=0.1, local_steps=1, theta=theta, start=theta, down={}, state={},
                         num_samples=6)
     part.client_begin(ctx)

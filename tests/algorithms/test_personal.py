@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from fedflat.algorithms.presets_personal import head_slices
-from fedflat.analysis.personalize import knn_mix, knn_probs
-from fedflat.fl.batches import BatchStream
-from fedflat.fl.engine import Simulation
+from fedflat.training.algorithms.presets_personal import head_slices
+from fedflat.pipeline.analysis.personalize import knn_mix, knn_probs
+from fedflat.training.fl.batches import BatchStream
+from fedflat.training.fl.engine import Simulation
 from foundation_helpers import make_sim, np_grad
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analysis"))

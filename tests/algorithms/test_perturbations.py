@@ -6,9 +6,9 @@ import pytest
 import torch
 import torch.nn as nn
 
-from fedflat.algorithms import CORRECTIONS, PERTURBATIONS, ClientResult, RoundResult, ServerState
-from fedflat.algorithms.losses import NTDLoss
-from fedflat.errors import ConfigError
+from fedflat.training.algorithms import CORRECTIONS, PERTURBATIONS, ClientResult, RoundResult, ServerState
+from fedflat.training.algorithms.losses import NTDLoss
+from fedflat.core.errors import ConfigError
 
 from .helpers_quadratic import TOL, N, _rng, ctx_for, g_np, step, w_np
 from .helpers_sam import C, D, H, ce, forward, grad, tensor_slices
@@ -363,7 +363,7 @@ def test_moon_loss_term_hand_computed():
     part = CORRECTIONS.get("moon")(moon_mu=mu, moon_tau=tau)
     srv = ServerState(theta=theta0, buffers=torch.zeros(0), num_clients=2)
     part.init_server(srv)
-    from fedflat.algorithms.losses import as_params
+    from fedflat.training.algorithms.losses import as_params
     for state_prev, used_prev in ((torch.zeros(n), theta0), (prev.clone(), prev)):
         ctx = ctx_for(theta=theta, state={"moon_prev": state_prev})
         ctx.scratch["model"] = model
@@ -391,6 +391,6 @@ def test_moon_loss_term_hand_computed():
     ("fedsmoo", {"smoo_upload": "y"}, "smoo_upload"), ("fedntd", {"nope": 1}, "nope"),
 ])
 def test_bad_hyperparameters_are_config_errors(name, hp, word):
-    from fedflat.algorithms import build_algorithm
+    from fedflat.training.algorithms import build_algorithm
     with pytest.raises(ConfigError, match=word):
         build_algorithm(name, hp)

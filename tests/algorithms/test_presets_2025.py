@@ -17,13 +17,13 @@ import numpy as np
 import pytest
 import torch
 
-from fedflat.algorithms import PRESETS, build_algorithm
-from fedflat.algorithms.presets_2025 import PRESETS_2025
-from fedflat.data.base import ArrayDataset
-from fedflat.data.partition import Partition
-from fedflat.fl.engine import Simulation
-from fedflat.fl.hooks import BYTES_PER_FLOAT
-from fedflat.spec import RunSpec, check_training
+from fedflat.training.algorithms import PRESETS, build_algorithm
+from fedflat.training.algorithms.presets_2025 import PRESETS_2025
+from fedflat.training.data.base import ArrayDataset
+from fedflat.training.data.partition import Partition
+from fedflat.training.fl.engine import Simulation
+from fedflat.training.fl.hooks import BYTES_PER_FLOAT
+from fedflat.core.spec import RunSpec, check_training
 
 from .helpers_2025 import close, drive, same
 from .helpers_sam import ce_grad, make_sim, run
@@ -190,9 +190,9 @@ def test_paper_and_code_switches_change_the_run(tmp_path, float64):
 
 
 def test_parts_name_their_missing_partner():
-    from fedflat.algorithms.base import ConfigError
-    from fedflat.algorithms.presets import Preset, Algorithm
-    from fedflat.algorithms.base import ServerState
+    from fedflat.training.algorithms.base import ConfigError
+    from fedflat.training.algorithms.presets import Preset, Algorithm
+    from fedflat.training.algorithms.base import ServerState
 
     def parts(corrections, server):
         p = Preset("x", "x", "none", corrections, server, "test")
@@ -212,7 +212,7 @@ def test_parts_name_their_missing_partner():
 def test_which_presets_have_a_fused_step():
     """FedGloSS's client step is FedSpeed's (sam + feddyn, anchored at w̃), so it is fused; the new
     client parts have no fused form and run eagerly, and the blocker names them."""
-    from fedflat.fl.fused import step_blocker
+    from fedflat.training.fl.fused import step_blocker
 
     assert step_blocker(build_algorithm("fedgloss")) is None
     for name, part in (("fedswa", "SWASchedule"), ("fedmoswa", "MoSWACorrection"),

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from fedflat.algorithms import PRESETS, build_algorithm
-from fedflat.errors import ConfigError
+from fedflat.training.algorithms import PRESETS, build_algorithm
+from fedflat.core.errors import ConfigError
 
 from .helpers_baselines import SETTINGS, Run, tiny_problem
 
@@ -312,8 +312,8 @@ def test_every_baseline_is_registered_with_source_and_overridable_defaults():
 # --------------------------------------------------------------------------------- smoke
 @pytest.fixture(scope="module")
 def digits():
-    from fedflat.data import load_dataset
-    from fedflat.data.partition import make_partition
+    from fedflat.training.data import load_dataset
+    from fedflat.training.data.partition import make_partition
 
     data = load_dataset("digits")
     return data, make_partition(data.train_y.numpy(), "dir0.5", 8, seed=0)
@@ -321,8 +321,8 @@ def digits():
 
 @pytest.mark.parametrize("name", BASELINES)
 def test_smoke_learns_on_digits(tmp_path, digits, name):
-    from fedflat.fl.engine import Simulation
-    from fedflat.spec import RunSpec, check_training
+    from fedflat.training.fl.engine import Simulation
+    from fedflat.core.spec import RunSpec, check_training
 
     torch.set_default_dtype(torch.float32)  # the usual run dtype; the fixture restores it
     data, part = digits
@@ -357,9 +357,9 @@ def test_resume_from_checkpoint_gives_the_uninterrupted_run(tmp_path, name):
 # ------------------------------------------------------------------- one weight decay per run
 def test_a_preset_owning_its_decay_is_resolved_by_the_study_and_refused_stacked_by_the_engine(tmp_path):
     """Issue 13 (2): FedSAGD's μ is its only weight decay; the engine's never stacks on it."""
-    from fedflat.fl.engine import Simulation
-    from fedflat.spec import RunSpec, check_training
-    from fedflat.study import load_study
+    from fedflat.training.fl.engine import Simulation
+    from fedflat.core.spec import RunSpec, check_training
+    from fedflat.pipeline.study import load_study
 
     assert PRESETS.get("fedsagd").decay_param == "decay_mu" and PRESETS.get("fedprox").decay_param is None
     cfg = {"training": {"weight_decay": 5e-4, "num_clients": 4, "rounds": 1},

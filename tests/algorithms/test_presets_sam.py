@@ -7,10 +7,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from fedflat.algorithms import PRESETS, build_algorithm
-from fedflat.algorithms.presets_2025 import PRESETS_2025
-from fedflat.algorithms.presets_sam import SAM_PRESETS
-from fedflat.fl.batches import sample_clients
+from fedflat.training.algorithms import PRESETS, build_algorithm
+from fedflat.training.algorithms.presets_2025 import PRESETS_2025
+from fedflat.training.algorithms.presets_sam import SAM_PRESETS
+from fedflat.training.fl.batches import sample_clients
 
 from .helpers_sam import ce, ce_grad, forward, grad, make_sim, run, tensor_slices, unit
 

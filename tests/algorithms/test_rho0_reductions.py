@@ -1,11 +1,11 @@
-"""Every rho = 0 reduction the leaderboard relies on (fedflat.algorithms.reductions.RHO0): the preset with its
+"""Every rho = 0 reduction the leaderboard relies on (fedflat.training.algorithms.reductions.RHO0): the preset with its
 ascent switched off follows the base preset's trajectory to 1e-12 on a tiny MLP, with the shared keys away from
 their defaults; and with rho > 0 it does not, so the equality tests something."""
 import pytest
 import torch
 
 import fedflat.plugins  # noqa: F401  (the composition root: registers the presets)
-from fedflat.algorithms.reductions import RHO0, rho0_base
+from fedflat.training.algorithms.reductions import RHO0, rho0_base
 
 from .helpers_sam import make_sim, run
 

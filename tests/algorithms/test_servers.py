@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from fedflat.algorithms import SERVERS, ClientContext, ClientResult, RoundResult, ServerState
+from fedflat.training.algorithms import SERVERS, ClientContext, ClientResult, RoundResult, ServerState
 
 T = lambda *v: torch.tensor(v, dtype=torch.float64)  # noqa: E731
 

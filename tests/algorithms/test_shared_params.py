@@ -3,12 +3,12 @@ the sharing is declared (`Part.shares`, one Param object): a server-side ρ must
 the clients' SAM radius."""
 import pytest
 
-from fedflat.algorithms import PRESETS, SERVERS
-from fedflat.algorithms.base import Param
-from fedflat.algorithms.perturbations import RHO
-from fedflat.algorithms.presets import preset
-from fedflat.algorithms.servers import MeanServer
-from fedflat.errors import ConfigError
+from fedflat.training.algorithms import PRESETS, SERVERS
+from fedflat.training.algorithms.base import Param
+from fedflat.training.algorithms.perturbations import RHO
+from fedflat.training.algorithms.presets import preset
+from fedflat.training.algorithms.servers import MeanServer
+from fedflat.core.errors import ConfigError
 
 
 @pytest.fixture

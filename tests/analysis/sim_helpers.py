@@ -1,9 +1,9 @@
 """A tiny in-memory federated setting for the hook and stability tests."""
 import torch
 
-from fedflat.algorithms import PRESETS
-from fedflat.data import ArrayDataset, make_partition
-from fedflat.spec import RunSpec, check_training
+from fedflat.training.algorithms import PRESETS
+from fedflat.training.data import ArrayDataset, make_partition
+from fedflat.core.spec import RunSpec, check_training
 
 
 def synthetic(n_train=96, n_test=40, classes=3, seed=0):
@@ -33,8 +33,8 @@ def partition(data, s, spec_str="iid"):
 def paired_batches(monkeypatch, s, data, part_a, part_b, out_dir):
     """Run the stability pair (analysis.stability.paired_distance) and return, per (round, client),
     the indices (steps × batch) each run's engine drew: {(t, cid): (batches_a, batches_b)}."""
-    import fedflat.fl.engine as engine
-    from fedflat.analysis.stability import paired_distance
+    import fedflat.training.fl.engine as engine
+    from fedflat.pipeline.analysis.stability import paired_distance
 
     drawn = {}
 

@@ -8,12 +8,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from fedflat.algorithms import ClientContext, ClientResult, RoundResult
-from fedflat.analysis.fedsol_hooks import SOLCosineHook, lambda_vector
-from fedflat.analysis.personalize import PersonalizeHook, fine_tune, local_test_indices
-from fedflat.errors import ConfigError
-from fedflat.fl.engine import Simulation
-from fedflat.fl.fast import make_grad_at
+from fedflat.training.algorithms import ClientContext, ClientResult, RoundResult
+from fedflat.pipeline.analysis.fedsol_hooks import SOLCosineHook, lambda_vector
+from fedflat.pipeline.analysis.personalize import PersonalizeHook, fine_tune, local_test_indices
+from fedflat.core.errors import ConfigError
+from fedflat.training.fl.engine import Simulation
+from fedflat.training.fl.fast import make_grad_at
 
 from .sim_helpers import partition, spec, synthetic
 

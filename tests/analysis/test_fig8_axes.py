@@ -5,9 +5,9 @@ or a swapped axis fails)."""
 import numpy as np
 import torch
 
-from fedflat.analysis.hessian import top_eigenvectors
-from fedflat.analysis.landscape import surface
-from fedflat.fl.flat import FlatModel
+from fedflat.pipeline.analysis.hessian import top_eigenvectors
+from fedflat.pipeline.analysis.landscape import surface
+from fedflat.training.fl.flat import FlatModel
 
 from .helpers import exact_hessian, tiny_data, tiny_mlp, train_a_bit
 

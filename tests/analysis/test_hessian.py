@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from fedflat.analysis.hessian import (HessianOperator, hessian_spectrum, hutchinson, lanczos, lanczos_density,
-                                      rademacher, smooth_density)
+from fedflat.pipeline.analysis.hessian import (HessianOperator, hessian_spectrum, hutchinson, lanczos, lanczos_density,
+                                               rademacher, smooth_density)
 
 from .helpers import climb, exact_hessian, tiny_data, tiny_mlp, train_a_bit
 
@@ -158,8 +158,8 @@ def test_density_of_a_network_covers_its_exact_spectrum(setup):
 
 
 def test_top_eigenvectors_are_exact_eigenvectors_on_the_flat_layout(setup):
-    from fedflat.analysis.hessian import top_eigenvectors
-    from fedflat.fl.flat import FlatModel
+    from fedflat.pipeline.analysis.hessian import top_eigenvectors
+    from fedflat.training.fl.flat import FlatModel
 
     m, x, y, H = setup
     fm = FlatModel(__import__("copy").deepcopy(m))
@@ -174,7 +174,7 @@ def test_top_eigenvectors_are_exact_eigenvectors_on_the_flat_layout(setup):
 def test_client_spectra_are_each_clients_own_hessian(setup):
     """FedSynSAM Table I's protocol (b): λ_max of each client's own loss. Checked against the exact Hessian of
     each client's samples; the mean Hessian's λ_max is at most the mean of the clients' (convexity)."""
-    from fedflat.analysis.hessian import client_spectra
+    from fedflat.pipeline.analysis.hessian import client_spectra
 
     m, x, y, H = setup
     halves = [(x[:32], y[:32]), (x[32:], y[32:])]  # two clients of 32 samples: the union's Hessian is their mean

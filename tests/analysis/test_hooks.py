@@ -5,11 +5,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from fedflat.analysis.divergence import proximal_kl, weight_divergence
-from fedflat.analysis.hooks import PerturbationCosineHook, SharpnessHook
-from fedflat.errors import ConfigError
-from fedflat.fl.engine import Simulation
-from fedflat.fl.hooks import RoundHook
+from fedflat.pipeline.analysis.divergence import proximal_kl, weight_divergence
+from fedflat.pipeline.analysis.hooks import PerturbationCosineHook, SharpnessHook
+from fedflat.core.errors import ConfigError
+from fedflat.training.fl.engine import Simulation
+from fedflat.training.fl.hooks import RoundHook
 
 from .sim_helpers import partition, spec, synthetic
 

@@ -4,11 +4,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from fedflat.analysis.data import mean_loss
-from fedflat.analysis.directions import directions, filter_normalize, random_direction
-from fedflat.analysis.landscape import evaluate_points, surface
-from fedflat.errors import ConfigError
-from fedflat.fl.flat import FlatModel
+from fedflat.pipeline.analysis.data import mean_loss
+from fedflat.pipeline.analysis.directions import directions, filter_normalize, random_direction
+from fedflat.pipeline.analysis.landscape import evaluate_points, surface
+from fedflat.core.errors import ConfigError
+from fedflat.training.fl.flat import FlatModel
 
 
 def conv_model(seed=0):

@@ -10,9 +10,9 @@ import pytest
 from matplotlib.colors import rgb_to_hsv, to_rgb
 from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
-from fedflat.analysis.overlay import LandscapeOverlay, edge_rise, overlay_figure
-from fedflat.errors import ConfigError
-from fedflat.study import figure_inputs, figure_manifest, load_study
+from fedflat.pipeline.analysis.overlay import LandscapeOverlay, edge_rise, overlay_figure
+from fedflat.core.errors import ConfigError
+from fedflat.pipeline.study import figure_inputs, figure_manifest, load_study
 
 
 def _exp(partitions, uplink=None):

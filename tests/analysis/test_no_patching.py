@@ -1,11 +1,11 @@
 """Analysis plugs into training through its extension points (RoundHook.local_gradient,
 Simulation.evaluating_under), never by replacing an attribute of an algorithm part or a simulation:
-no attribute assignment, setattr/delattr or __dict__ write in src/fedflat/analysis/ except on `self`
+no attribute assignment, setattr/delattr or __dict__ write in src/fedflat/pipeline/analysis/ except on `self`
 and on the few non-engine objects listed here."""
 import ast
 from pathlib import Path
 
-import fedflat.analysis
+import fedflat.pipeline.analysis
 
 # (module, target) assignments that touch neither a part nor a simulation
 ALLOWED = {
@@ -37,7 +37,7 @@ def patches(path: Path) -> list[str]:
 
 
 def test_no_analysis_module_assigns_an_attribute_of_a_part_or_a_simulation():
-    root = Path(fedflat.analysis.__file__).parent
+    root = Path(fedflat.pipeline.analysis.__file__).parent
     found = [p for f in sorted(root.glob("*.py")) for p in patches(f)]
     assert not found, "analysis modules patch objects they do not own:\n" + "\n".join(found)
 

@@ -2,8 +2,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from fedflat.analysis.sharpness import global_sharpness
-from fedflat.fl.flat import FlatModel
+from fedflat.pipeline.analysis.sharpness import global_sharpness
+from fedflat.training.fl.flat import FlatModel
 
 
 def softmax_regression_loss(W, b, X, Y):

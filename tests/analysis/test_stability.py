@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from fedflat.analysis.stability import neighbouring_partition, paired_distance
+from fedflat.pipeline.analysis.stability import neighbouring_partition, paired_distance
 
 from .sim_helpers import paired_batches, partition, spec, synthetic
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from fedflat.analysis.local_discrepancy import max_pairwise, measured_clients
-from fedflat.errors import ConfigError
-from fedflat.fl.batches import BatchStream, torch_generator
-from fedflat.fl.engine import Simulation
+from fedflat.pipeline.analysis.local_discrepancy import max_pairwise, measured_clients
+from fedflat.core.errors import ConfigError
+from fedflat.training.fl.batches import BatchStream, torch_generator
+from fedflat.training.fl.engine import Simulation
 
 from .sim_helpers import partition, spec, synthetic
 
@@ -80,7 +80,7 @@ def test_max_pairwise_and_bad_parameter():
     t[2, 1] = torch.tensor([0.0, -1.0])
     assert max_pairwise(t) == [0.0, pytest.approx(math.hypot(3, 5))]
     assert all(math.isnan(v) for v in max_pairwise(t[:1]))
-    from fedflat.fl.hooks import ROUND_HOOKS
+    from fedflat.training.fl.hooks import ROUND_HOOKS
 
     with pytest.raises(ConfigError, match="analysis.hooks.local_discrepancy.min_clients: must be an integer >= 2"):
         ROUND_HOOKS.get("local_discrepancy")(min_clients=1)
@@ -93,7 +93,7 @@ def test_max_pairwise_and_bad_parameter():
     ({"panels": []}, "figures.f.panels: at least one is required"),
 ])
 def test_stability_figure_config_errors_name_the_key(bad, msg):
-    from fedflat.study import load_study
+    from fedflat.pipeline.study import load_study
 
     cfg = {"experiments": {"main": {"datasets": ["digits"], "models": ["linear"], "partitions": ["iid"],
                                     "algorithms": ["fedavg"], "seeds": [0]}},
@@ -105,8 +105,8 @@ def test_stability_figure_config_errors_name_the_key(bad, msg):
 @pytest.mark.parametrize("algorithm", ["fedsagd", "fedacg", "scaffold"])
 def test_recorded_trajectories_end_where_the_real_next_round_ends(tmp_path, algorithm):
     """The replay uses the next round's start point (look-ahead, momentum), batches, lr and client state."""
-    from fedflat.analysis.local_discrepancy import local_trajectories
-    from fedflat.fl.batches import sample_clients
+    from fedflat.pipeline.analysis.local_discrepancy import local_trajectories
+    from fedflat.training.fl.batches import sample_clients
 
     data = synthetic()
     s = spec(algorithm, rounds=3, participation=0.5)

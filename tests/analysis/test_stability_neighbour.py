@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from fedflat.analysis.params import resolve
-from fedflat.analysis.stability import neighbouring_partition, paired_distance
-from fedflat.errors import ConfigError
+from fedflat.pipeline.analysis.params import resolve
+from fedflat.pipeline.analysis.stability import neighbouring_partition, paired_distance
+from fedflat.core.errors import ConfigError
 
 from .sim_helpers import paired_batches, partition, spec, synthetic
 

@@ -21,8 +21,8 @@ from bench.gpu_check_correct import ACC_TOL, PARAM_TOL, TRAINING, compare, train
 from bench.gpu_check_reduce import verdict  # noqa: E402
 from bench.gpu_check_report import anchors_beside, markdown  # noqa: E402
 from bench.gpu_check_speed import WORKLOADS, ratios  # noqa: E402
-from fedflat.data import load_dataset  # noqa: E402
-from fedflat.data.partition import make_partition  # noqa: E402
+from fedflat.training.data import load_dataset  # noqa: E402
+from fedflat.training.data.partition import make_partition  # noqa: E402
 
 BLOCKED = ("snakemake", "jsonschema", "pyhessian", "tabulate", "seaborn", "matplotlib")
 # Runs a script with every meta-path finder blind to the BLOCKED packages, as on a box where they are not

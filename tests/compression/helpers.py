@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from fedflat.algorithms import PRESETS
-from fedflat.data.base import ArrayDataset
-from fedflat.data.partition import Partition
-from fedflat.fl.engine import Simulation
-from fedflat.spec import RunSpec, check_training
+from fedflat.training.algorithms import PRESETS
+from fedflat.training.data.base import ArrayDataset
+from fedflat.training.data.partition import Partition
+from fedflat.training.fl.engine import Simulation
+from fedflat.core.spec import RunSpec, check_training
 
 D, C = 5, 3
 

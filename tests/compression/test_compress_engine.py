@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from fedflat.errors import ConfigError
-from fedflat.study import load_study
+from fedflat.core.errors import ConfigError
+from fedflat.pipeline.study import load_study
 
 from .helpers import C, D, tiny_sim
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from fedflat.compression import StochasticQuantizer, num_levels, stochastic_quantize
-from fedflat.compression.quantization import segment_norms
-from fedflat.errors import ConfigError
+from fedflat.training.compression import StochasticQuantizer, num_levels, stochastic_quantize
+from fedflat.training.compression.quantization import segment_norms
+from fedflat.core.errors import ConfigError
 
 
 def unit_vector_with_ratios(ratios):

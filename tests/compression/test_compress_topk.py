@@ -4,8 +4,8 @@ import math
 import pytest
 import torch
 
-from fedflat.compression import StochasticQuantizer, TopK, kept_count
-from fedflat.errors import ConfigError
+from fedflat.training.compression import StochasticQuantizer, TopK, kept_count
+from fedflat.core.errors import ConfigError
 
 
 def distinct(d, seed=0):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from fedflat.data.augment import Augmenter, black_fill, crop_flip, cutout, random_crop, random_hflip
+from fedflat.training.data.augment import Augmenter, black_fill, crop_flip, cutout, random_crop, random_hflip
 
 MEAN, STD = (0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010)
 

@@ -7,11 +7,11 @@ import scipy.io as sio
 import torch
 
 from data_formats import write_cifar_batch, write_cifar_meta, write_mnist_like, write_png
-from fedflat.data import load_dataset
-from fedflat.data import medmnist as med
-from fedflat.data import torchvision_sets as tvs
-from fedflat.data.cache import CACHE_DIR, md5sum
-from fedflat.errors import ConfigError
+from fedflat.training.data import load_dataset
+from fedflat.training.data import medmnist as med
+from fedflat.training.data import torchvision_sets as tvs
+from fedflat.training.data.cache import CACHE_DIR, md5sum
+from fedflat.core.errors import ConfigError
 
 RNG = np.random.default_rng(0)
 
@@ -160,7 +160,7 @@ def test_svhn_mat(tmp_path, no_md5):
 
 
 def test_cinic10_png_folders(tmp_path):
-    from fedflat.data.folders import CINIC_CLASSES
+    from fedflat.training.data.folders import CINIC_CLASSES
 
     want = {}
     for split in ("train", "test"):
@@ -175,7 +175,7 @@ def test_cinic10_png_folders(tmp_path):
 
 
 def test_cinic10_wrong_image_size(tmp_path):
-    from fedflat.data.folders import CINIC_CLASSES
+    from fedflat.training.data.folders import CINIC_CLASSES
 
     for split in ("train", "test"):
         for c in CINIC_CLASSES:

@@ -6,13 +6,13 @@ import math
 import numpy as np
 
 from data_formats import PLAY_TEXT, write_cifar_batch, write_cifar_meta
-from fedflat.algorithms import PRESETS
-from fedflat.data import load_dataset
-from fedflat.data import torchvision_sets as tvs
-from fedflat.data.natural import natural_partition
-from fedflat.data.partition import make_partition
-from fedflat.fl.engine import Simulation
-from fedflat.spec import RunSpec, check_training
+from fedflat.training.algorithms import PRESETS
+from fedflat.training.data import load_dataset
+from fedflat.training.data import torchvision_sets as tvs
+from fedflat.training.data.natural import natural_partition
+from fedflat.training.data.partition import make_partition
+from fedflat.training.fl.engine import Simulation
+from fedflat.core.spec import RunSpec, check_training
 
 
 def _run(ds, part, model, model_kwargs, tmp_path, algorithm="fedavg"):

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from fedflat.data.partition import make_partition
-from fedflat.errors import ConfigError
+from fedflat.training.data.partition import make_partition
+from fedflat.core.errors import ConfigError
 
 
 def test_a_class_missing_from_the_federation_is_an_error_unless_allowed():
@@ -18,8 +18,8 @@ def test_a_class_missing_from_the_federation_is_an_error_unless_allowed():
 
 
 def test_the_experiment_key_reaches_the_partition_job():
-    from fedflat.errors import ConfigError as CE
-    from fedflat.study import load_study
+    from fedflat.core.errors import ConfigError as CE
+    from fedflat.pipeline.study import load_study
 
     def cfg(flag):
         exp = {"datasets": ["digits"], "models": ["mlp"], "partitions": ["path1"], "algorithms": ["fedavg"],

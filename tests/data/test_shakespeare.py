@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from data_formats import GUT_PLAYS, GUT_ROLE_TEXT, PLAY_TEXT, write_gut_plays
-from fedflat.data import load_dataset
-from fedflat.data import shakespeare as sh
-from fedflat.data import shakespeare_plays as plays
-from fedflat.data.natural import natural_partition
-from fedflat.errors import ConfigError
+from fedflat.training.data import load_dataset
+from fedflat.training.data import shakespeare as sh
+from fedflat.training.data import shakespeare_plays as plays
+from fedflat.training.data.natural import natural_partition
+from fedflat.core.errors import ConfigError
 
 
 def _decode(t):

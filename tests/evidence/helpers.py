@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from fedflat.util.numerics import NUMERICS_VERSION
+from fedflat.core.util.numerics import NUMERICS_VERSION
 
 
 def environment(commit: str = "abc123", numerics: str = "portable") -> dict:
-    """config.json's environment of a run made at `commit` in `numerics` (fl/engine.py environment())."""
+    """config.json's environment of a run made at `commit` in `numerics` (training/fl/engine.py environment())."""
     return {"fedflat": "0.1.0", "git_commit": commit, "torch": "2.14.1", "numerics": numerics,
             "numerics_version": NUMERICS_VERSION, "cpu_model": "test CPU", "cpu_capability": "AVX2", "mkl": "2024.2",
             "threads": 1}

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fedflat.algorithms import PRESETS
+from fedflat.training.algorithms import PRESETS
 from fedflat.evidence.pages import Context
 from fedflat.evidence.records import COLUMNS
 

@@ -9,8 +9,8 @@ import pytest
 
 from fedflat.evidence.atlas import anchor, paper_rows
 from fedflat.evidence.records import COLUMNS
-from fedflat.papers.kinds import table_cells
-from fedflat.study import load_config_file, load_study
+from fedflat.results.papers.kinds import table_cells
+from fedflat.pipeline.study import load_config_file, load_study
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -125,7 +125,7 @@ def test_each_published_cell_is_counted_once_and_garbled_values_never(tmp_path, 
 def test_a_garbled_cell_must_name_a_row_and_column_of_its_table(tmp_path):
     import yaml
 
-    from fedflat.errors import ConfigError
+    from fedflat.core.errors import ConfigError
 
     config_dir, cfg = _catalog(tmp_path)
     cfg["tables"]["garbled_t"]["garbled"] = {"FedSAM": ["CIFAR"]}

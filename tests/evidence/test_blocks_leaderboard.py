@@ -1,9 +1,9 @@
 """The leaderboard page's v2 blocks rendered from complete synthetic stages in the real runs.csv format: every
 method's pick per partition with its edge marks, the trial counts, the ablation verdicts, the ranking; and every
 block waits while its stage is incomplete."""
-from fedflat.algorithms import PRESETS
+from fedflat.training.algorithms import PRESETS
 from fedflat.evidence import blocks_leaderboard as lb
-from fedflat.study import load_config_file
+from fedflat.pipeline.study import load_config_file
 
 from .lb_records import REPO, V2_CONFIG, complete_rows, lb_context, lb_row
 
@@ -88,7 +88,7 @@ def test_status_counts_superseded_runs_apart(tmp_path):
 
 
 def test_figures_block_links_the_committed_pngs_once_all_four_are_there(tmp_path):
-    from fedflat.leaderboard.protocol import FIGURES
+    from fedflat.results.leaderboard.protocol import FIGURES
 
     ctx = lb_context(tmp_path, [])
     out = tmp_path / "figures/evidence/leaderboard"

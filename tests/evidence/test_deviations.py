@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from fedflat.errors import ConfigError
+from fedflat.core.errors import ConfigError
 from fedflat.evidence.deviations import block_for, load_deviations
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ import pytest
 
 from fedflat.evidence.export import export_study
 from fedflat.evidence.records import COLUMNS
-from fedflat.study import load_config_file, load_study
+from fedflat.pipeline.study import load_config_file, load_study
 
 from .helpers import write_run
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import yaml
 
-from fedflat.build import build
-from fedflat.study import load_study
+from fedflat.pipeline.build import build
+from fedflat.pipeline.study import load_study
 
 CONFIG = {"study": "fromtiny", "scale": "tiny",
           "training": {"num_clients": 4, "participation": 0.5, "rounds": 2, "local_steps": 2, "batch_size": 16},

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from fedflat.errors import ConfigError
+from fedflat.core.errors import ConfigError
 from fedflat.evidence.gaps import cause_of, gap_rows, load_causes, merge_shared
 
 REPO = Path(__file__).resolve().parents[2]

@@ -6,12 +6,12 @@ import pytest
 import yaml
 
 import fedflat.plugins  # noqa: F401  (the composition root: registers the presets)
-from fedflat.algorithms import PRESETS
-from fedflat.errors import ConfigError
+from fedflat.training.algorithms import PRESETS
+from fedflat.core.errors import ConfigError
 from fedflat.evidence import blocks_leaderboard as lb
 from fedflat.evidence import lbclaims
 from fedflat.evidence.atlas import paper_study
-from fedflat.study import load_config_file
+from fedflat.pipeline.study import load_config_file
 
 from .lb_records import REPO, V2_CONFIG, complete_rows, lb_context
 

@@ -7,7 +7,7 @@ import pytest
 
 from fedflat.evidence import blocks_leaderboard as lb
 from fedflat.evidence import lbv1
-from fedflat.study import load_config_file
+from fedflat.pipeline.study import load_config_file
 
 from .lb_records import REPO, V2_CONFIG, complete_rows, lb_context, lb_row
 

@@ -11,8 +11,8 @@ import pytest
 
 from fedflat.evidence import lbstats
 from fedflat.evidence.store import Evidence
-from fedflat.leaderboard.protocol import ablation_cell
-from fedflat.study import load_config_file
+from fedflat.results.leaderboard.protocol import ablation_cell
+from fedflat.pipeline.study import load_config_file
 
 REPO = Path(__file__).resolve().parents[2]
 

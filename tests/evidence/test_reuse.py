@@ -1,4 +1,4 @@
-"""Runs recorded in the committed evidence are read back instead of re-run (fedflat.recorded): a selection reads
+"""Runs recorded in the committed evidence are read back instead of re-run (fedflat.core.recorded): a selection reads
 the same numbers from a record as from the run's summary.json, the workflow's inputs leave recorded runs out,
 and `reuse_evidence: false` or a missing measurement brings them back."""
 import json
@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from fedflat.evidence.export import export_study
-from fedflat.papers.kinds_tuning import GridSearchTable
-from fedflat.report.grids import grid_choice, grid_scores
-from fedflat.papers.stats import summary_metric
-from fedflat.recorded import covers, read_outcome, recorded
-from fedflat.study import load_study
+from fedflat.results.papers.kinds_tuning import GridSearchTable
+from fedflat.pipeline.report.grids import grid_choice, grid_scores
+from fedflat.results.papers.stats import summary_metric
+from fedflat.core.recorded import covers, read_outcome, recorded
+from fedflat.pipeline.study import load_study
 
 from .helpers import write_run
 
@@ -92,7 +92,7 @@ def test_a_run_neither_on_disk_nor_recorded_is_named(study):
 
 def test_reuse_evidence_takes_what_users_type_and_nothing_else():
     """`snakemake --config reuse_evidence=false` passes the string 'false' (the README's re-run command)."""
-    from fedflat.errors import ConfigError
+    from fedflat.core.errors import ConfigError
 
     for typed, want in (("false", False), ("False", False), ("no", False), ("true", True), (False, False), (1, True)):
         assert load_study(_config(reuse_evidence=typed)).reuse_evidence is want, typed
@@ -106,7 +106,7 @@ def test_a_portable_study_reuses_only_portable_records_of_todays_numerics_versio
     a portable study; a native study (no promise across machines) reuses any record of the run."""
     import pandas as pd
 
-    from fedflat.util.numerics import NUMERICS_VERSION
+    from fedflat.core.util.numerics import NUMERICS_VERSION
 
     export_study(study)
     shutil.rmtree("results/runs")
@@ -128,8 +128,8 @@ def test_a_table_of_analysis_values_reads_the_records_the_evidence_keeps(tmp_pat
     """A paper_table whose file: metric a record keeps (hessian_clients.json's lambda_max_mean, FedSynSAM Table I's
     stated reading) asks only for the runs the evidence lacks that value for, and renders the recorded value;
     a file the record does not keep (metrics.csv columns, other keys) still needs the run directory."""
-    from fedflat.papers.kinds import PaperTable
-    from fedflat.papers.stats import file_metric
+    from fedflat.results.papers.kinds import PaperTable
+    from fedflat.results.papers.stats import file_metric
 
     monkeypatch.chdir(tmp_path)
     metric = "file:hessian_clients.json:lambda_max_mean"

@@ -4,7 +4,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fedflat.errors import ConfigError
+from fedflat.core.errors import ConfigError
 from fedflat.evidence.__main__ import main
 from fedflat.evidence.records import COLUMNS
 from fedflat.evidence.trace import trace
@@ -47,7 +47,7 @@ def test_cli_prints_the_runs_and_what_is_missing(ev, capsys):
 
 
 def test_papers_cli_traces_too(ev, capsys):
-    from fedflat.papers.__main__ import main as papers_main
+    from fedflat.results.papers.__main__ import main as papers_main
 
     assert papers_main(["trace", "paper", "t2", "FedSAM", "FMNIST"]) == 0
     assert "2 runs, 2 in the evidence" in capsys.readouterr().out

@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from fedflat.build import build
+from fedflat.pipeline.build import build
 from fedflat.evidence.export import export_study
 from fedflat.evidence.verify import Rerunner, compare, pick, spec_from_fields, spec_of, verify
-from fedflat.study import load_study
+from fedflat.pipeline.study import load_study
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = {"study": "vtiny", "scale": "tiny", "data_root": "data",

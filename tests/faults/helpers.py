@@ -15,15 +15,15 @@ TINY = {"num_clients": 6, "participation": 0.5, "rounds": 8, "local_steps": 3, "
 
 
 def make_spec(algorithm: str = "fedavg", seed: int = 0, hparams: dict | None = None, **training):
-    from fedflat.algorithms import PRESETS
-    from fedflat.spec import RunSpec, check_training
+    from fedflat.training.algorithms import PRESETS
+    from fedflat.core.spec import RunSpec, check_training
 
     tr = check_training({**TINY, **training})
     return RunSpec("digits", "iid", "mlp", algorithm, seed, PRESETS.get(algorithm).resolve(hparams or {}), {}, tr)
 
 
 def make_partition_file(path: Path, num_clients: int = TINY["num_clients"]) -> Path:
-    from fedflat.data import load_dataset, make_partition
+    from fedflat.training.data import load_dataset, make_partition
 
     make_partition(load_dataset("digits").train_y.numpy(), "iid", num_clients, 0).save(path)
     return path

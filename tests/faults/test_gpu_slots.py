@@ -1,4 +1,4 @@
-"""Multi-GPU pinning (fedflat.util.gpu_slots): concurrent jobs get distinct devices, and a device
+"""Multi-GPU pinning (fedflat.core.util.gpu_slots): concurrent jobs get distinct devices, and a device
 is free again as soon as its job dies, also on SIGKILL. Runs on CPU with a fake device list."""
 import signal
 import subprocess
@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from fedflat.util import gpu_slots
-from fedflat.util.gpu_slots import acquire, pin_device
+from fedflat.core.util import gpu_slots
+from fedflat.core.util.gpu_slots import acquire, pin_device
 
 
 def test_concurrent_jobs_get_distinct_devices(tmp_path):
@@ -24,7 +24,7 @@ def test_concurrent_jobs_get_distinct_devices(tmp_path):
 
 def test_a_killed_job_frees_its_device(tmp_path):
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from fedflat.util.gpu_slots import acquire; "
+        "import sys, time; from fedflat.core.util.gpu_slots import acquire; "
         f"i, fh = acquire(['0', '1'], {str(tmp_path)!r}); print(i, flush=True); time.sleep(60)")],
         stdout=subprocess.PIPE, text=True)
     try:

@@ -10,9 +10,9 @@ import time
 import pytest
 import torch
 
-from fedflat.algorithms import PRESETS, build_algorithm
-from fedflat.fl.client_store import ClientStateStore
-from fedflat.fl.engine import train
+from fedflat.training.algorithms import PRESETS, build_algorithm
+from fedflat.training.fl.client_store import ClientStateStore
+from fedflat.training.fl.engine import train
 
 from .compare import metrics_rows
 from .helpers import make_spec, train_cmd

@@ -4,12 +4,12 @@ runs; FedSynSAM's synthetic set as after its distillation."""
 import numpy as np
 import torch
 
-from fedflat.algorithms import PRESETS
-from fedflat.data.augment import random_hflip
-from fedflat.data.base import ArrayDataset
-from fedflat.data.partition import Partition
-from fedflat.fl.engine import Simulation
-from fedflat.spec import RunSpec, check_training
+from fedflat.training.algorithms import PRESETS
+from fedflat.training.data.augment import random_hflip
+from fedflat.training.data.base import ArrayDataset
+from fedflat.training.data.partition import Partition
+from fedflat.training.fl.engine import Simulation
+from fedflat.core.spec import RunSpec, check_training
 
 CLIENTS, PER, C = 3, 8, 3
 

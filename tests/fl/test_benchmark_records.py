@@ -6,8 +6,8 @@ import math
 import pandas as pd
 import pytest
 
-from fedflat.report.benchmarks import benchmark_manifest, benchmarks_output, read_benchmark, render_benchmarks
-from fedflat.study import load_config_file, load_study
+from fedflat.pipeline.report.benchmarks import benchmark_manifest, benchmarks_output, read_benchmark, render_benchmarks
+from fedflat.pipeline.study import load_config_file, load_study
 
 HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from fedflat.fl.client_store import ClientStateStore
+from fedflat.training.fl.client_store import ClientStateStore
 
 
 def _store(d):

@@ -1,11 +1,11 @@
-"""training.vmap_clients: a round's sampled clients as one vmapped step (fl/together.py) gives the
+"""training.vmap_clients: a round's sampled clients as one vmapped step (training/fl/together.py) gives the
 one-at-a-time loop's parameters (1e-5 after two rounds) for every step form it covers, with a
 compressed uplink; blocked settings fall back to the loop; the option is not in the run id."""
 import pytest
 import torch
 
-from fedflat.fl.together import clients_together, together_blocker
-from fedflat.spec import RunSpec, check_training
+from fedflat.training.fl.together import clients_together, together_blocker
+from fedflat.core.spec import RunSpec, check_training
 
 from fl.fast_helpers import Q4, SYN_HP, _sim, _with_synthetic_set
 

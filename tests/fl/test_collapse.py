@@ -1,4 +1,4 @@
-"""The collapse rule (fl/engine.py Simulation.collapsed): a run that ends with finite weights at chance accuracy
+"""The collapse rule (training/fl/engine.py Simulation.collapsed): a run that ends with finite weights at chance accuracy
 and an exploding loss is `collapsed`, not `completed` (it has no final accuracy, like a diverged run); a healthy run
 and a barely trained one near chance (loss near ln C) stay completed. The thresholds are the rule's: moving either
 across the measured values fails here."""
@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from fedflat.fl import engine
-from fedflat.fl.engine import train
+from fedflat.training.fl import engine
+from fedflat.training.fl.engine import train
 from tests.faults.helpers import make_partition_file, make_spec
 
 

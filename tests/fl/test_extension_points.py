@@ -4,8 +4,8 @@ runs the simulation under another algorithm and restores it (Simulation.evaluati
 import pytest
 import torch
 
-from fedflat.algorithms import build_algorithm
-from fedflat.fl.hooks import RoundHook
+from fedflat.training.algorithms import build_algorithm
+from fedflat.training.fl.hooks import RoundHook
 from foundation_helpers import make_sim
 
 pytestmark = pytest.mark.usefixtures("float64")  # the tiny float64 problem of foundation_helpers
@@ -42,7 +42,7 @@ def test_a_gradient_hook_sees_every_step_and_its_gradient_is_the_one_taken(tmp_p
 
 
 def test_a_gradient_hook_keeps_a_fused_run_eager_and_is_named(tmp_path):
-    from fedflat.fl.fused import fused_blocker
+    from fedflat.training.fl.fused import fused_blocker
 
     sim, *_ = make_sim("fedavg", {}, tmp_path, backend="compile")
     assert sim.path == "fused"

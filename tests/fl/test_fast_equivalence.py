@@ -2,7 +2,7 @@
 
 Tiny image problem (1x6x6, 3 classes; fl/fast_helpers.py), 3 clients, rounds of 3 local steps with
 clipping, weight decay and momentum on, so every term of the local step runs through the compiled
-gradient. Parts with a fused form run as one compiled graph per step (fl/fused.py FusedStep: batch
+gradient. Parts with a fused form run as one compiled graph per step (training/fl/fused.py FusedStep: batch
 gather and normalisation inside, or an eagerly augmented batch): FedAvg, FedSAM, FedSynSAM's mixed
 ascent, FedASAM's adaptive ascent, FedSMOO's and FedTOGA's corrected ascents, shifted points (FedLESAM) and
 linear corrections (FedProx, SCAFFOLD, FedDyn, ...); others (local Nesterov) go through the per-call CompiledGrad.
@@ -13,15 +13,15 @@ import pytest
 import torch
 import torch.nn as nn
 
-from fedflat.algorithms import PRESETS
-from fedflat.errors import ConfigError
-from fedflat.fl.engine import Simulation
-from fedflat.fl.evaluate import evaluate
-from fedflat.fl.fast import _COMPILED_FORWARD, AUTO_MIN_STEPS, compile_blocker, resolve_backend
-from fedflat.fl.fused import fused_blocker
-from fedflat.fl.flat import FlatModel
-from fedflat.fl.hooks import RoundHook
-from fedflat.spec import RunSpec, check_training
+from fedflat.training.algorithms import PRESETS
+from fedflat.core.errors import ConfigError
+from fedflat.training.fl.engine import Simulation
+from fedflat.training.fl.evaluate import evaluate
+from fedflat.training.fl.fast import _COMPILED_FORWARD, AUTO_MIN_STEPS, compile_blocker, resolve_backend
+from fedflat.training.fl.fused import fused_blocker
+from fedflat.training.fl.flat import FlatModel
+from fedflat.training.fl.hooks import RoundHook
+from fedflat.core.spec import RunSpec, check_training
 from fl.fast_helpers import CLIENTS, Q4, SYN_HP, _problem, _sim, _with_synthetic_set
 
 EPOCHS = {"local_epochs": 1, "batch_size": 3}  # 8 samples per client: batches of 3, 3 and a partial 2
@@ -149,7 +149,7 @@ def test_backend_is_validated_and_falls_back(tmp_path):
 
 
 def test_auto_stays_eager_without_a_cxx_compiler(monkeypatch):
-    import fedflat.fl.fast as fast
+    import fedflat.training.fl.fast as fast
 
     fm_ok = FlatModel(nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2)))
     assert resolve_backend("auto", fm_ok, torch.device("cpu"), False) == "compile"
@@ -175,7 +175,7 @@ def test_backend_does_not_change_the_run_id():
 
 
 def test_eval_subset_limits_the_evaluated_samples(tmp_path, monkeypatch):
-    import fedflat.fl.engine as engine
+    import fedflat.training.fl.engine as engine
 
     seen = []
     real = engine.evaluate
@@ -209,7 +209,7 @@ def test_fused_step_only_for_plain_parts(tmp_path):
 def test_compiled_max_pool_backward_is_aten_bit_for_bit():
     """_MaxPool2x2 (used inside compiled graphs) routes gradients exactly as aten's max-pool,
     including ties (first maximum of the window wins) and odd sizes (last row/column dropped)."""
-    from fedflat.fl.kernels import CompiledMaxPool2d, _MaxPool2x2, use_compiled_pools
+    from fedflat.training.fl.kernels import CompiledMaxPool2d, _MaxPool2x2, use_compiled_pools
 
     g = torch.Generator().manual_seed(0)
     x = torch.randint(-2, 3, (2, 3, 5, 7), generator=g).double()  # small integers: many ties, incl. at 0
@@ -239,7 +239,7 @@ def test_fused_relu_max_pool_is_aten_bit_for_bit(shape):
     gives aten's relu-then-max-pool values and gradients exactly: ties (first maximum of the window,
     incl. four-way ties and windows of zeros/negatives, where relu'(0) = 0), odd sizes (last
     row/column dropped), eagerly and compiled."""
-    from fedflat.fl.kernels import _ReluMaxPool2x2
+    from fedflat.training.fl.kernels import _ReluMaxPool2x2
 
     g = torch.Generator().manual_seed(1)
     x = torch.randint(-2, 3, shape, generator=g).float()  # small integers: many ties, incl. at 0
@@ -266,7 +266,7 @@ def test_fused_relu_max_pool_is_aten_bit_for_bit(shape):
 
 
 def test_relu_before_pool_is_fused_only_while_compiling():
-    from fedflat.fl.kernels import CompiledMaxPool2d, _ReLUIntoPool, use_compiled_pools
+    from fedflat.training.fl.kernels import CompiledMaxPool2d, _ReLUIntoPool, use_compiled_pools
 
     net = nn.Sequential(nn.Conv2d(2, 4, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(4, 4, 1), nn.MaxPool2d(2))
     x = torch.randn(3, 2, 11, 11)
@@ -278,9 +278,9 @@ def test_relu_before_pool_is_fused_only_while_compiling():
 
 def test_compiled_lenet5_gradient_matches_eager():
     """LeNet-5 (the target-2 model, both relu+pool pairs fused) through the compiled flat gradient."""
-    from fedflat.fl.fast import make_flat_grad
-    from fedflat.fl.kernels import use_compiled_pools
-    from fedflat.models import build_model
+    from fedflat.training.fl.fast import make_flat_grad
+    from fedflat.training.fl.kernels import use_compiled_pools
+    from fedflat.training.models import build_model
 
     torch.manual_seed(0)
     fm = FlatModel(build_model("lenet5", (3, 32, 32), 10))

@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 import torch
 
-from fedflat.errors import ConfigError
-from fedflat.fl.engine import hold_out
-from fedflat.spec import RunSpec, check_training
+from fedflat.core.errors import ConfigError
+from fedflat.training.fl.engine import hold_out
+from fedflat.core.spec import RunSpec, check_training
 
 from foundation_helpers import make_sim
 

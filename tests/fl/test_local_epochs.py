@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from fedflat.algorithms import PRESETS
-from fedflat.algorithms.base import effective_steps
-from fedflat.data.partition import Partition
-from fedflat.errors import ConfigError
-from fedflat.fl.engine import Simulation
-from fedflat.scale import apply_scale
-from fedflat.spec import RunSpec, check_training
+from fedflat.training.algorithms import PRESETS
+from fedflat.training.algorithms.base import effective_steps
+from fedflat.training.data.partition import Partition
+from fedflat.core.errors import ConfigError
+from fedflat.training.fl.engine import Simulation
+from fedflat.pipeline.scale import apply_scale
+from fedflat.core.spec import RunSpec, check_training
 from foundation_helpers import C, tiny_problem
 
 SIZES = (5, 8, 13)  # B = 4: ⌈n/B⌉ = 2, 2, 4 batches per epoch; leftovers 1, 0, 1
@@ -120,9 +120,9 @@ def test_scales_multiply_or_set_local_epochs():
 def test_analyses_and_estimates_use_the_clients_own_steps(tmp_path):
     from types import SimpleNamespace
 
-    from fedflat.analysis.local_discrepancy import local_trajectories
-    from fedflat.papers.compute import run_sample_grads
-    from fedflat.synsam.source import mean_effective_steps
+    from fedflat.pipeline.analysis.local_discrepancy import local_trajectories
+    from fedflat.results.papers.compute import run_sample_grads
+    from fedflat.training.synsam.source import mean_effective_steps
 
     sim = _sim(tmp_path, local_epochs=1)
     trajs = local_trajectories(sim, 1, [0, 1, 2])  # K_i = 2, 2, 4: D_k exists while all clients step

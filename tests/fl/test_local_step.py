@@ -1,8 +1,8 @@
-"""The local step's typed inputs (fl/local_step.py): vmap's in_dims come from the structure itself."""
+"""The local step's typed inputs (training/fl/local_step.py): vmap's in_dims come from the structure itself."""
 import pytest
 import torch
 
-from fedflat.fl.local_step import RoundTerms, StepBatch, StepState, new_state, stack_clients, unstack_into
+from fedflat.training.fl.local_step import RoundTerms, StepBatch, StepState, new_state, stack_clients, unstack_into
 
 
 def test_stack_clients_maps_what_differs_and_shares_what_is_one_tensor():

@@ -1,11 +1,11 @@
-"""util/malloc.py: the engine's allocator thresholds are set once per process, and can be switched off."""
+"""core/util/malloc.py: the engine's allocator thresholds are set once per process, and can be switched off."""
 import os
 import subprocess
 import sys
 
 import pytest
 
-CODE = "from fedflat.util.malloc import tune_allocator as t; print(t(), t())"
+CODE = "from fedflat.core.util.malloc import tune_allocator as t; print(t(), t())"
 
 
 def _run(**env):

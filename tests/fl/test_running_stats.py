@@ -3,7 +3,7 @@ on the local mini-batch, taken at the local iterate w (davda54/sam example; FedS
 K steps of any SAM-type algorithm the statistics equal those of K plain train-mode forwards at
 w_0, …, w_{K−1} on the step batches. Before the fix the ascent and the perturbed pass both updated
 them (and FedSOL's update came from w + ε). The compiled path refuses models with running
-statistics (fl/fast.py compile_blocker; tests/fl/test_fast_equivalence.py), so eager is the only
+statistics (training/fl/fast.py compile_blocker; tests/fl/test_fast_equivalence.py), so eager is the only
 path for them and the backends cannot disagree."""
 import copy
 
@@ -11,13 +11,13 @@ import pytest
 import torch
 import torch.nn as nn
 
-from fedflat.algorithms import PRESETS
-from fedflat.algorithms.base import ClientContext
-from fedflat.fl.engine import Simulation
-from fedflat.fl.flat import FlatModel
-from fedflat.fl.running_stats import step_stats, tracked_buffers
-from fedflat.models.registry import MODELS
-from fedflat.spec import RunSpec, check_training
+from fedflat.training.algorithms import PRESETS
+from fedflat.training.algorithms.base import ClientContext
+from fedflat.training.fl.engine import Simulation
+from fedflat.training.fl.flat import FlatModel
+from fedflat.training.fl.running_stats import step_stats, tracked_buffers
+from fedflat.training.models.registry import MODELS
+from fedflat.core.spec import RunSpec, check_training
 from foundation_helpers import C, D, tiny_problem
 
 if "bn_mlp_test" not in MODELS:
@@ -100,7 +100,7 @@ def test_the_gate_freezes_every_pass_after_the_first():
 
 def test_fedsynsam_synthetic_pass_leaves_the_statistics(tmp_path):
     """FedSynSAM's three passes (ξ at w, D_syn at w, ξ at w + δ): only the first moves the statistics."""
-    from fedflat.synsam.perturbation import SynSAMPerturbation
+    from fedflat.training.synsam.perturbation import SynSAMPerturbation
 
     torch.manual_seed(1)
     fm = FlatModel(_bn_mlp((D,), C))

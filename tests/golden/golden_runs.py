@@ -1,5 +1,5 @@
 """Golden runs: a few tiny runs, one per distinct local-step path, whose final weights' SHA-256 is committed
-(tests/golden/golden.json) beside the numerics version (src/fedflat/util/numerics.py). tests/golden/test_golden.py
+(tests/golden/golden.json) beside the numerics version (src/fedflat/core/util/numerics.py). tests/golden/test_golden.py
 re-runs them; a change of any number fails CI until it is made deliberate:
 
     python -m tests.golden.golden_runs --update     # rewrite golden.json after bumping NUMERICS_VERSION
@@ -55,10 +55,10 @@ def run_group(names: list[str], mode: str) -> dict:
     import torch._inductor.config as inductor
 
     import fedflat.plugins  # noqa: F401
-    from fedflat.algorithms import PRESETS
-    from fedflat.data import load_dataset, make_partition
-    from fedflat.fl.engine import train
-    from fedflat.spec import RunSpec, check_training
+    from fedflat.training.algorithms import PRESETS
+    from fedflat.training.data import load_dataset, make_partition
+    from fedflat.training.fl.engine import train
+    from fedflat.core.spec import RunSpec, check_training
 
     inductor.cpp.march = "x86-64-v3"  # AVX2 + FMA: the compiled kernels do not follow the host's ISA
     out = {}
@@ -79,7 +79,7 @@ def run_group(names: list[str], mode: str) -> dict:
 
 def measure() -> dict:
     """Every golden run, each group in a child process started in its mode."""
-    from fedflat.util.numerics import ENV_VAR, PORTABLE_ENV
+    from fedflat.core.util.numerics import ENV_VAR, PORTABLE_ENV
 
     env = {**os.environ, **PORTABLE_ENV, ENV_VAR: "portable", "PYTHONPATH": os.pathsep.join(
         [str(REPO), str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
@@ -100,7 +100,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.child:
         mode, names = a.child[0], a.child[1:]
-        from fedflat.util import numerics
+        from fedflat.core.util import numerics
 
         numerics.enter("portable")  # the pinned kernels (env set by the parent); compiled runs ask native below
         res = run_group(names, mode)
@@ -109,7 +109,7 @@ def main(argv=None) -> int:
                 r["compiler"] = compiler()
         print(json.dumps(res))
         return 0
-    from fedflat.util.numerics import NUMERICS_VERSION
+    from fedflat.core.util.numerics import NUMERICS_VERSION
 
     res = measure()
     table = {n: {k: v for k, v in r.items() if k != "theta"} for n, r in res.items()}

@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-from fedflat.util.numerics import NUMERICS_VERSION
+from fedflat.core.util.numerics import NUMERICS_VERSION
 
 from .golden_runs import COMPILED, GOLDEN, RUNS, measure
 
@@ -35,7 +35,7 @@ def test_a_portable_golden_run_gives_its_committed_weights(golden, measured, nam
     got = measured[name]
     assert got["backend"] == want["backend"]
     assert got["sha256"] == want["sha256"], (
-        f"{name}: the weights changed. If deliberate, bump NUMERICS_VERSION (src/fedflat/util/numerics.py), run "
+        f"{name}: the weights changed. If deliberate, bump NUMERICS_VERSION (src/fedflat/core/util/numerics.py), run "
         "`python -m tests.golden.golden_runs --update` and say why in the commit")
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from fedflat.errors import ConfigError
-from fedflat.inputs import check_run_spec, validate_config
-from fedflat.spec import TRAINING_DEFAULTS
-from fedflat.study import EXPERIMENT_KEYS, TOP_KEYS
+from fedflat.core.errors import ConfigError
+from fedflat.pipeline.inputs import check_run_spec, validate_config
+from fedflat.core.spec import TRAINING_DEFAULTS
+from fedflat.pipeline.study import EXPERIMENT_KEYS, TOP_KEYS
 
 from faults.helpers import make_spec
 

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-import fedflat.analysis.cli as analysis_cli
-import fedflat.data.partition as partition_mod
-import fedflat.util.io as io_mod
-from fedflat.analysis.cli import main as analysis_main
+import fedflat.pipeline.analysis.cli as analysis_cli
+import fedflat.training.data.partition as partition_mod
+import fedflat.core.util.io as io_mod
+from fedflat.pipeline.analysis.cli import main as analysis_main
 from fedflat.cli import main as cli
-from fedflat.errors import OutputError
-from fedflat.fl.engine import train
+from fedflat.core.errors import OutputError
+from fedflat.training.fl.engine import train
 
 from faults.helpers import make_partition_file, make_spec, train_cmd
 from .helpers import one_line
@@ -138,9 +138,9 @@ def test_every_writer_goes_through_atomic_write():
 
     src = Path(__file__).resolve().parents[2] / "src/fedflat"
     direct = re.compile(r"\.savefig\(|\.to_csv\(\s*[^)]|shutil\.copy|torch\.save\(|np\.save|open\([^)]*[\"'][wa]b?[\"']")
-    allowed = {"util/io.py", "util/attempt_log.py",  # the writers; a log copy that never fails a run
-               "data/partition.py", "analysis/cli.py",  # np.savez into atomic_write's temporary file
-               "report/style.py"}  # fig.savefig into atomic_write's temporary file
+    allowed = {"core/util/io.py", "core/util/attempt_log.py",  # the writers; a log copy that never fails a run
+               "training/data/partition.py", "pipeline/analysis/cli.py",  # np.savez into atomic_write's temporary file
+               "pipeline/report/style.py"}  # fig.savefig into atomic_write's temporary file
     found = sorted(f.relative_to(src).as_posix() for f in src.rglob("*.py")
                    if direct.search(re.sub(r"\.to_csv\((index=False|\))", "", f.read_text())))
-    assert "util/io.py" in found and set(found) <= allowed, found
+    assert "core/util/io.py" in found and set(found) <= allowed, found

@@ -17,11 +17,11 @@ import pandas as pd
 import pytest
 
 from fedflat.cli import main as cli
-from fedflat.errors import ConfigError
-from fedflat.fl.engine import train
-from fedflat.fl.metrics import read_metrics
-from fedflat.util.attempt_log import HISTORY
-from fedflat.util.markdown import md_cell, md_table
+from fedflat.core.errors import ConfigError
+from fedflat.training.fl.engine import train
+from fedflat.training.fl.metrics import read_metrics
+from fedflat.core.util.attempt_log import HISTORY
+from fedflat.core.util.markdown import md_cell, md_table
 
 from faults.helpers import make_partition_file, make_spec, train_cmd
 from .helpers import one_line

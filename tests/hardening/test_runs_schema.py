@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fedflat.errors import ConfigError
+from fedflat.core.errors import ConfigError
 from fedflat.evidence.__main__ import main as evidence_main
 from fedflat.evidence.pages import PAGES
 from fedflat.evidence.records import COLUMNS

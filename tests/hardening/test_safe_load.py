@@ -1,5 +1,5 @@
 """No code runs from a data file: every checkpoint, model and state file is loaded with weights_only=True
-(util/safe_load.py). A planted pickle that would run code is refused in one line naming the file, before any
+(core/util/safe_load.py). A planted pickle that would run code is refused in one line naming the file, before any
 other check of the file, at every load site; the files fedflat itself writes still load."""
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from fedflat.analysis.cli import main as analysis_main
+from fedflat.pipeline.analysis.cli import main as analysis_main
 from fedflat.cli import main as cli
-from fedflat.errors import ConfigError
-from fedflat.fl.engine import train
-from fedflat.util.safe_load import load_tensors
+from fedflat.core.errors import ConfigError
+from fedflat.training.fl.engine import train
+from fedflat.core.util.safe_load import load_tensors
 
 from faults.helpers import make_partition_file, make_spec, train_cmd
 from .helpers import one_line, plant_pickle
@@ -77,7 +77,7 @@ def test_a_planted_client_snapshot_is_refused(finished, tmp_path, capsys):
 
 
 def test_a_planted_client_state_file_is_refused(tmp_path):
-    from fedflat.fl.client_store import ClientStateStore
+    from fedflat.training.fl.client_store import ClientStateStore
 
     store = ClientStateStore(("c",), lambda n: torch.zeros(3), backend="disk", directory=tmp_path)
     store.put(0, {"c": torch.ones(3)}, 1)
@@ -119,7 +119,7 @@ def test_corrupted_files_are_one_line_too(tmp_path):
 
 
 def test_no_unsafe_load_anywhere_in_the_package():
-    """Every torch.load in src passes weights_only=True (only util/safe_load.py calls it), and the text
+    """Every torch.load in src passes weights_only=True (only core/util/safe_load.py calls it), and the text
     weights_only=False appears nowhere."""
     calls = []
     for f in sorted((REPO / "src/fedflat").rglob("*.py")):
@@ -132,4 +132,4 @@ def test_no_unsafe_load_anywhere_in_the_package():
                 assert isinstance(kw.get("weights_only"), ast.Constant) and kw["weights_only"].value is True, \
                     f"{f}:{node.lineno}: torch.load without weights_only=True"
                 calls.append(f.relative_to(REPO / "src/fedflat").as_posix())
-    assert "util/safe_load.py" in calls
+    assert "core/util/safe_load.py" in calls

@@ -18,10 +18,10 @@ import pytest
 import yaml
 
 from fedflat.cli import main as cli
-from fedflat.errors import ConfigError
-from fedflat.inputs import validate_config
-from fedflat.study import Study
-from fedflat.util.names import check_name, check_relative_dir, under
+from fedflat.core.errors import ConfigError
+from fedflat.pipeline.inputs import validate_config
+from fedflat.pipeline.study import Study
+from fedflat.core.util.names import check_name, check_relative_dir, under
 
 from faults.helpers import snakemake, workdir
 from .helpers import one_line
@@ -67,7 +67,7 @@ def test_the_shipped_names_stay_valid():
 
 def test_writers_check_their_path_stays_under_its_root(tmp_path):
     from fedflat.evidence.export import evidence_dir
-    from fedflat.report.benchmarks import benchmarks_output
+    from fedflat.pipeline.report.benchmarks import benchmarks_output
 
     assert under(tmp_path, "a", "b.md") == tmp_path / "a" / "b.md"
     for parts in (("..", "x"), ("/etc", "x"), ("a/../../x",)):

@@ -1,7 +1,7 @@
 """Validation that used to let a wrong result through, and one set of checks for every entry point:
 
 - a learning rate of .nan or .inf is refused (NaN passes no comparison, so `v <= 0` alone let it through);
-- `fedflat validate`, the workflow and `fedflat train --spec` run the same checks (fedflat.inputs): the schema's
+- `fedflat validate`, the workflow and `fedflat train --spec` run the same checks (fedflat.pipeline.inputs): the schema's
   `training: [1, 2]` and `device: tpu`, a spec `{}`, a spec with rounds -4 (which used to record "completed");
 - a partition is checked when loaded: a negative index (which trained to "completed" on samples counted from the
   end), an index past the training split (a raw IndexError before), a sample listed twice by a scheme that never
@@ -18,9 +18,9 @@ import pytest
 import yaml
 
 from fedflat.cli import main as cli
-from fedflat.data import Partition
-from fedflat.errors import ConfigError
-from fedflat.inputs import check_run_spec, validate_config
+from fedflat.training.data import Partition
+from fedflat.core.errors import ConfigError
+from fedflat.pipeline.inputs import check_run_spec, validate_config
 
 from faults.helpers import make_partition_file, make_spec, train_cmd
 from .helpers import one_line
@@ -141,7 +141,7 @@ def test_the_size_of_the_data_bounds_the_indices(tmp_path):
 
 def test_schemes_that_refill_their_pools_may_repeat_samples(tmp_path):
     """dir<a>-rep and path<c> reuse samples across clients (FedNSAM / FL-Simulator): no false refusal."""
-    from fedflat.data import load_dataset, make_partition
+    from fedflat.training.data import load_dataset, make_partition
 
     y = load_dataset("digits").train_y.numpy()
     for spec in ("dir0.1-rep", "path2"):
@@ -157,7 +157,7 @@ def test_schemes_that_refill_their_pools_may_repeat_samples(tmp_path):
 def test_every_run_a_shipped_study_makes_passes_the_train_check_unchanged(config, scale):
     """What the train rule passes (RunSpec.job_params) is accepted and keeps its run id (checked by hand over every
     shipped study at paper and tiny scale: 11854 specs)."""
-    from fedflat.study import load_config_file
+    from fedflat.pipeline.study import load_config_file
 
     cfg = load_config_file(REPO / config)
     if scale:

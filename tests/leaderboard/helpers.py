@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fedflat.study import load_config_file
-from fedflat.util.numerics import of_config as numerics_of_config
+from fedflat.pipeline.study import load_config_file
+from fedflat.core.util.numerics import of_config as numerics_of_config
 from tests.evidence.helpers import environment
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,8 +11,8 @@ import pytest
 import torch
 import yaml
 
-from fedflat.build import build
-from fedflat.study import load_study
+from fedflat.pipeline.build import build
+from fedflat.pipeline.study import load_study
 
 from .helpers import REPO, small_config
 
@@ -67,7 +67,7 @@ def test_tiny_leaderboard_through_snakemake(tmp_path):
     choice = json.loads((tmp_path / "results/leaderboard/tuning_choice.json").read_text())
     study = load_study(yaml.safe_load(cfg.read_text()))
     study.choice = lambda: choice
-    from fedflat.leaderboard.flow import final_experiments
+    from fedflat.results.leaderboard.flow import final_experiments
 
     rid = final_experiments(study)["dir0.1"][0][0]
     target = tmp_path / f"results/runs/{rid}/summary.json"

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from fedflat.errors import ConfigError
-from fedflat.leaderboard.flow import compute_choice, final_experiments, tuning_inputs
-from fedflat.papers.kinds_tuning import GridSearchTable, render_grid
-from fedflat.study import load_study
+from fedflat.core.errors import ConfigError
+from fedflat.results.leaderboard.flow import compute_choice, final_experiments, tuning_inputs
+from fedflat.results.papers.kinds_tuning import GridSearchTable, render_grid
+from fedflat.pipeline.study import load_study
 
 from .helpers import small_config
 

@@ -7,11 +7,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fedflat.leaderboard.flow import (ablation_experiments, compute_choice, compute_screen, continuation_experiments,
-                                      final_experiments, tuning_inputs)
-from fedflat.leaderboard.kinds import LeaderboardTable
-from fedflat.run_paths import run_of_file
-from fedflat.study import load_study, table_manifest
+from fedflat.results.leaderboard.flow import (ablation_experiments, compute_choice, compute_screen,
+                                              continuation_experiments, final_experiments, tuning_inputs)
+from fedflat.results.leaderboard.kinds import LeaderboardTable
+from fedflat.core.run_paths import run_of_file
+from fedflat.pipeline.study import load_study, table_manifest
 
 from .helpers import small_config, write_final_run
 

@@ -5,10 +5,10 @@ from dataclasses import replace
 import torch
 
 import fedflat.plugins  # noqa: F401  (the composition root)
-from fedflat.algorithms import PRESETS
-from fedflat.leaderboard.__main__ import main
-from fedflat.leaderboard.lockstep import lockstep
-from fedflat.spec import RunSpec, check_training
+from fedflat.training.algorithms import PRESETS
+from fedflat.results.leaderboard.__main__ import main
+from fedflat.results.leaderboard.lockstep import lockstep
+from fedflat.core.spec import RunSpec, check_training
 from foundation_helpers import tiny_problem
 
 

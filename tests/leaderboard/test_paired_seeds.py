@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from fedflat.data import load_dataset
-from fedflat.fl.batches import sample_clients
-from fedflat.fl.engine import Simulation
-from fedflat.leaderboard.protocol import prepare
-from fedflat.study import load_study
+from fedflat.training.data import load_dataset
+from fedflat.training.fl.batches import sample_clients
+from fedflat.training.fl.engine import Simulation
+from fedflat.results.leaderboard.protocol import prepare
+from fedflat.pipeline.study import load_study
 
 from .helpers import small_config
 from tests.faults.helpers import make_partition_file, make_spec
@@ -22,7 +22,7 @@ METHODS = ("fedavg", "fedsam", "feddyn", "scaffold", "fedsynsam", "fedtoga", "fe
 @pytest.fixture(scope="module")
 def sims(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("paired")
-    from fedflat.data.partition import Partition
+    from fedflat.training.data.partition import Partition
 
     part = Partition.load(make_partition_file(tmp / "p.npz"))
     data = load_dataset("digits")
@@ -39,7 +39,7 @@ def test_every_method_starts_from_the_same_weights_for_a_seed(sims):
 
 
 def _part(sims):
-    from fedflat.data.partition import Partition
+    from fedflat.training.data.partition import Partition
 
     s = sims["fedavg"]
     return Partition([c.numpy() for c in s.client_idx], np.zeros((len(s.client_idx), 1), dtype=np.int64), {})

@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedflat.leaderboard.flow import final_experiments
-from fedflat.leaderboard.kinds import LeaderboardTable
-from fedflat.leaderboard.protocol import exp_name
-from fedflat.leaderboard.results import per_method
-from fedflat.study import load_study, table_manifest
+from fedflat.results.leaderboard.flow import final_experiments
+from fedflat.results.leaderboard.kinds import LeaderboardTable
+from fedflat.results.leaderboard.protocol import exp_name
+from fedflat.results.leaderboard.results import per_method
+from fedflat.pipeline.study import load_study, table_manifest
 
 from .helpers import small_config, write_final_run
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from fedflat.leaderboard.flow import (choice_path, continuation_experiments, final_experiments, screen_path,
-                                      tuning_inputs, write_choice, write_screen)
-from fedflat.leaderboard.progress import progress
-from fedflat.run_paths import run_of_file
-from fedflat.study import load_study
+from fedflat.results.leaderboard.flow import (choice_path, continuation_experiments, final_experiments, screen_path,
+                                              tuning_inputs, write_choice, write_screen)
+from fedflat.results.leaderboard.progress import progress
+from fedflat.core.run_paths import run_of_file
+from fedflat.pipeline.study import load_study
 
 from .helpers import small_config, write_final_run
 
@@ -91,8 +91,8 @@ def test_progress_without_the_continuation_and_with_runs_read_from_the_committed
 
 
 def test_time_left_at_the_measured_pace():
-    from fedflat.leaderboard.plan import HESSIAN_JOB_S
-    from fedflat.leaderboard.progress import time_left
+    from fedflat.results.leaderboard.plan import HESSIAN_JOB_S
+    from fedflat.results.leaderboard.progress import time_left
 
     final = {"runs": 10, "done": 6, "hessians": 4, "wall": [3600.0, 3 * 3600.0], "with_hessians": True}
     # 4 pending runs at the mean 7200 s and 6 Hessians, over 2 jobs at once

@@ -3,11 +3,11 @@ import copy
 
 import pytest
 
-from fedflat.algorithms import PRESETS
-from fedflat.errors import ConfigError
-from fedflat.leaderboard.plan import estimate, provisional_choice
-from fedflat.leaderboard.protocol import prepare
-from fedflat.study import load_config_file, load_study
+from fedflat.training.algorithms import PRESETS
+from fedflat.core.errors import ConfigError
+from fedflat.results.leaderboard.plan import estimate, provisional_choice
+from fedflat.results.leaderboard.protocol import prepare
+from fedflat.pipeline.study import load_config_file, load_study
 
 from .helpers import REPO, small_config
 

@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 
 from fedflat.evidence.export import export_study
-from fedflat.leaderboard.flow import choice_path
-from fedflat.leaderboard.kinds import LeaderboardTable
-from fedflat.leaderboard.results import load_runs
-from fedflat.kinds import FIGURE_KINDS
-from fedflat.study import load_study, table_manifest
+from fedflat.results.leaderboard.flow import choice_path
+from fedflat.results.leaderboard.kinds import LeaderboardTable
+from fedflat.results.leaderboard.results import load_runs
+from fedflat.core.kinds import FIGURE_KINDS
+from fedflat.pipeline.study import load_study, table_manifest
 
 from .helpers import small_config, write_final_run
 
@@ -71,7 +71,7 @@ def test_table_ranks_per_partition_and_states_the_protocol(study, tmp_path):
 
 @pytest.mark.parametrize("kind", ["pareto_communication", "pareto_compute", "flatness_vs_accuracy", "rank_stability"])
 def test_figures_render(study, tmp_path, kind):
-    from fedflat.study import figure_manifest
+    from fedflat.pipeline.study import figure_manifest
 
     m = figure_manifest(study, kind)
     outs = [tmp_path / f"{kind}.pdf", tmp_path / f"{kind}.png"]

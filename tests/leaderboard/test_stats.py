@@ -4,8 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from fedflat.leaderboard.stats import bootstrap_ci, kendall, pareto_front, ranks, spearman
-from fedflat.util.curves import cost_to_reach
+from fedflat.results.leaderboard.stats import bootstrap_ci, kendall, pareto_front, ranks, spearman
+from fedflat.core.util.curves import cost_to_reach
 
 
 def test_ranks_best_first_ties_shared_diverged_last():
@@ -48,7 +48,7 @@ def test_rank_correlations_and_their_bootstrap_interval():
 
 
 def test_the_correlation_says_how_many_methods_it_rests_on():
-    from fedflat.leaderboard.flatness import correlation, correlation_text
+    from fedflat.results.leaderboard.flatness import correlation, correlation_text
 
     x = [1.0, 2.0, float("nan"), 4.0, 3.0]  # the third method has no curvature (its Hessian is missing)
     y = [80.0, float("nan"), 70.0, 79.0, 75.0]  # the second has a diverged seed: no mean accuracy
@@ -59,7 +59,7 @@ def test_the_correlation_says_how_many_methods_it_rests_on():
 
 
 def test_the_fair_subset_is_the_methods_at_the_most_common_lr():
-    from fedflat.leaderboard.flatness import common_lr
+    from fedflat.results.leaderboard.flatness import common_lr
 
     chosen = {"A": {"lr": 0.3}, "B": {"lr": 0.1}, "C": {"lr": 0.3}, "D": None}  # D: no working setting
     modal, same = common_lr(["A", "B", "C", "D"], chosen)
@@ -70,7 +70,7 @@ def test_the_fair_subset_is_the_methods_at_the_most_common_lr():
 def test_tied_labels_move_apart_in_order_and_stay_in_bounds():
     import numpy as np
 
-    from fedflat.leaderboard.figures import spread
+    from fedflat.results.leaderboard.figures import spread
 
     y = np.array([5.0, 2.0, 5.0, 5.0, 1.0])  # three methods tied at the last rank, 5 of 5
     v = spread(y, 1.0, 0.5, 5.5)

@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fedflat.errors import ConfigError
-from fedflat.models import build_model, count_parameters
-from fedflat.models.pretrained import build_arch, load_local_weights
+from fedflat.core.errors import ConfigError
+from fedflat.training.models import build_model, count_parameters
+from fedflat.training.models.pretrained import build_arch, load_local_weights
 
 
 def test_missing_weights_fail_with_path(tmp_path, monkeypatch):

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from fedflat.errors import ConfigError
-from fedflat.papers.catalog import prepare_catalog
-from fedflat.scale import apply_scale
-from fedflat.study import load_study
+from fedflat.core.errors import ConfigError
+from fedflat.results.papers.catalog import prepare_catalog
+from fedflat.pipeline.scale import apply_scale
+from fedflat.pipeline.study import load_study
 
 from .paper_helpers import PAPERS, ROOT, paper_config
 
@@ -114,8 +114,8 @@ def test_unregistered_hook_is_dropped_not_fatal(capsys):
 
 
 def test_report_caption_and_compute_proxy():
-    from fedflat.papers.catalog import report_caption
-    from fedflat.papers.compute import run_sample_grads
+    from fedflat.results.papers.catalog import report_caption
+    from fedflat.results.papers.compute import run_sample_grads
 
     study = load_study(paper_config("fednsam", "tiny"))
     cap = report_caption(study, "tables", "table4")
@@ -165,7 +165,7 @@ def test_reduced_reads_real_data_and_tiny_only_standins(paper):
 
 # ------------------------------------------------------------------ what a scale must keep (issue #13, item 8)
 def _trains_alike(spec) -> str:
-    """What drives a run's training, written out here independently of fedflat.scale: participation
+    """What drives a run's training, written out here independently of fedflat.pipeline.scale: participation
     counts as the clients per round it gives, measurement-only settings are left out."""
     tr = {k: v for k, v in spec.training.items()
           if k not in ("participation", "backend", "eval_every", "eval_batch_size", "eval_subset", "checkpoint_every")}
@@ -240,8 +240,8 @@ def test_local_step_ratios_are_kept(scale):
 
 @pytest.mark.parametrize("scale", ["reduced", "tiny"])
 def test_no_pretrained_224px_transformer_below_paper_scale(scale):
-    from fedflat.models import build_model
-    from fedflat.papers.standins import PRETRAINED_TRANSFORMERS
+    from fedflat.training.models import build_model
+    from fedflat.results.papers.standins import PRETRAINED_TRANSFORMERS
 
     study = load_study(paper_config("fednsam", scale))
     t3 = {study.runs[rid].model: study.runs[rid].model_kwargs for rid, _ in study.experiments["t3"]}
@@ -261,7 +261,7 @@ def test_no_pretrained_224px_transformer_below_paper_scale(scale):
     ("tiny", {"t2_cifar": (2, "steps"), "t2_emnist": (2, "steps"), "t2_shakespeare": (2, "steps"), "sens": (2, "steps")})])
 def test_fedsagd_local_work_is_in_the_papers_epochs(scale, expected):
     """A.3's epochs (CIFAR 5, EMNIST-L 20, Shakespeare 1 of [1, 5]) /5 at reduced; tiny runs 2 steps."""
-    from fedflat.scale import effective_settings
+    from fedflat.pipeline.scale import effective_settings
 
     study = load_study(paper_config("fedsagd", scale))
     for e, want in expected.items():

@@ -1,7 +1,7 @@
 """`python -m fedflat.papers --plan`: CPU hours at reduced scale come from the shared throughput cache."""
-from fedflat.papers.__main__ import main
-from fedflat.papers.compute import dataset_family, run_sample_grads, summarise
-from fedflat.study import load_study
+from fedflat.results.papers.__main__ import main
+from fedflat.results.papers.compute import dataset_family, run_sample_grads, summarise
+from fedflat.pipeline.study import load_study
 
 from .paper_helpers import paper_config
 

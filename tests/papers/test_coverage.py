@@ -1,8 +1,8 @@
 """Class coverage of partitions: the numbers the partition readings are judged by."""
 import numpy as np
 
-from fedflat.papers.coverage import TRAIN_COUNTS, coverage, training_labels
-from fedflat.study import load_study
+from fedflat.results.papers.coverage import TRAIN_COUNTS, coverage, training_labels
+from fedflat.pipeline.study import load_study
 
 
 def _study(partition, clients, variant="rep", seeds=(0,)):

@@ -5,10 +5,10 @@ import pandas as pd
 import pytest
 import torch
 
-from fedflat.build import build
-from fedflat.papers.published import parse_published
-from fedflat.papers.settings import experiment_targets
-from fedflat.study import figure_inputs, figure_manifest, load_study, table_inputs
+from fedflat.pipeline.build import build
+from fedflat.results.papers.published import parse_published
+from fedflat.results.papers.settings import experiment_targets
+from fedflat.pipeline.study import figure_inputs, figure_manifest, load_study, table_inputs
 
 from .paper_helpers import paper_config
 

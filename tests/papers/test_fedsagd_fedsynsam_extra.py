@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from fedflat.fl.batches import BatchStream, torch_generator
-from fedflat.fl.engine import Simulation
+from fedflat.training.fl.batches import BatchStream, torch_generator
+from fedflat.training.fl.engine import Simulation
 
 from analysis.sim_helpers import partition, spec, synthetic
 
@@ -79,7 +79,7 @@ def test_perturbation_cosine_fedsynsam_by_hand(tmp_path):
 
 
 def _sampled(sim, t):
-    from fedflat.fl.batches import sample_clients
+    from fedflat.training.fl.batches import sample_clients
 
     return sample_clients(sim.spec.seed, t, sim.spec.num_clients, sim.spec.clients_per_round)
 
@@ -91,7 +91,7 @@ def _sampled(sim, t):
 @pytest.fixture(autouse=True)
 def _low_dpi(monkeypatch):
     """Figures at 30 dpi: these tests check that targets build, not how they look (saves seconds)."""
-    from fedflat.report import style
+    from fedflat.pipeline.report import style
 
     orig = style.apply_style
 
@@ -109,15 +109,15 @@ def one_seed(cfg: dict) -> dict:
 
 
 def prepare_and_build(study, name: str, workdir, section: str = "tables"):
-    """fedflat.build.build: trains the runs, makes `natural` partitions and the stability.json files."""
-    from fedflat.build import build
+    """fedflat.pipeline.build.build: trains the runs, makes `natural` partitions and the stability.json files."""
+    from fedflat.pipeline.build import build
 
     return build(study, name, workdir, section=section)
 
 
 @pytest.fixture(scope="module")
 def fedsagd_tiny(tmp_path_factory):
-    from fedflat.study import load_study
+    from fedflat.pipeline.study import load_study
     from papers.paper_helpers import paper_config
 
     torch.set_num_threads(1)
@@ -171,7 +171,7 @@ def test_fedsagd_figs_1_and_2_build(fedsagd_tiny):
 def test_fedsynsam_tables_5_to_7_and_fig2_build(tmp_path):
     import pandas as pd
 
-    from fedflat.study import load_study
+    from fedflat.pipeline.study import load_study
     from papers.paper_helpers import paper_config
 
     torch.set_num_threads(1)
@@ -194,7 +194,7 @@ def test_fedsynsam_tables_5_to_7_and_fig2_build(tmp_path):
 def test_fedsagd_catalog_decays_by_mu_alone_and_baselines_by_a3():
     """Issue 13 (2): FedSAGD's μ is its runs' only weight decay, so Table 9's sweep runs at exactly μ
     (§3.2 "combining the proximal term with weight decay"); the baselines keep A.3's 1e-3."""
-    from fedflat.study import load_study
+    from fedflat.pipeline.study import load_study
     from papers.paper_helpers import paper_config
 
     study = load_study(paper_config("fedsagd", "paper"))

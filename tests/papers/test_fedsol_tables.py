@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 import torch
 
-from fedflat.errors import ConfigError
-from fedflat.build import build
-from fedflat.papers.published import parse_published
-from fedflat.study import figure_inputs, figure_manifest, load_study, table_inputs
+from fedflat.core.errors import ConfigError
+from fedflat.pipeline.build import build
+from fedflat.results.papers.published import parse_published
+from fedflat.pipeline.study import figure_inputs, figure_manifest, load_study, table_inputs
 
 from .paper_helpers import paper_config
 
@@ -66,7 +66,7 @@ def test_fig8_annotation_reads_hessian_json(study, tmp_path):
     assert sum(f.endswith("hessian.json") for f in ins) == 3 and sum(f.endswith("landscape_2d.npz") for f in ins) == 3
     m = figure_manifest(study, "fig8_landscape")
     assert [p["algorithm"] for p in m["panels"]] == ["FedAvg", "FedASAM", "FedSOL"]
-    from fedflat.analysis.figures import eigen_note
+    from fedflat.pipeline.analysis.figures import eigen_note
     h = tmp_path / "hessian.json"
     h.write_text(json.dumps({"lambda_max": 40.0, "lambda_ratio_1_5": 4.0}))
     assert eigen_note(str(h)) == "λ₁=40, λ₁/λ₅=4" and eigen_note(None) == ""
@@ -74,7 +74,7 @@ def test_fig8_annotation_reads_hessian_json(study, tmp_path):
 
 
 def test_bad_annotate_is_config_error():
-    from fedflat.study import load_study
+    from fedflat.pipeline.study import load_study
     cfg = paper_config("fedsol", "tiny")
     cfg["figures"]["fig8_landscape"]["annotate"] = "eigen"
     with pytest.raises(ConfigError, match="fig8_landscape.annotate"):

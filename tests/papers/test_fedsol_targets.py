@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 import torch
 
-from fedflat.build import build
-from fedflat.study import load_study, table_inputs
+from fedflat.pipeline.build import build
+from fedflat.pipeline.study import load_study, table_inputs
 
 from .paper_helpers import paper_config
 

@@ -3,10 +3,10 @@ import numpy as np
 import pytest
 import torch
 
-from fedflat.errors import ConfigError
-from fedflat.build import build
-from fedflat.papers.toy_fedsol import DEFAULTS, _params, equilibria, fedprox_grad, fedsol_grad, paths
-from fedflat.study import load_study
+from fedflat.core.errors import ConfigError
+from fedflat.pipeline.build import build
+from fedflat.results.papers.toy_fedsol import DEFAULTS, _params, equilibria, fedprox_grad, fedsol_grad, paths
+from fedflat.pipeline.study import load_study
 
 from .paper_helpers import paper_config
 

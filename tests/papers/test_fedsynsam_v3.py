@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fedflat.papers.picks import resolve
-from fedflat.papers.published import parse_published
-from fedflat.study import load_config_file, load_study
+from fedflat.results.papers.picks import resolve
+from fedflat.results.papers.published import parse_published
+from fedflat.pipeline.study import load_config_file, load_study
 
 REPO = Path(__file__).resolve().parents[2]
 V3 = REPO / "config/papers/tuning/fedsynsam_fmnist_v3.yaml"

@@ -1,7 +1,7 @@
 """FedTOGA catalog entries added with FedRCL, Table 8, Figs. 1 and 5 (no training: selection only;
 the targets were built end to end by hand at tiny scale, see docs/papers.md)."""
-from fedflat.papers.published import parse_published
-from fedflat.study import figure_inputs, load_study, table_inputs
+from fedflat.results.papers.published import parse_published
+from fedflat.pipeline.study import figure_inputs, load_study, table_inputs
 
 from .paper_helpers import paper_config
 

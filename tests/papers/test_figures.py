@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from fedflat.papers.render import render_curves, render_sweep
+from fedflat.results.papers.render import render_curves, render_sweep
 
 
 def _run(tmp_path, name, algo, seed, accs):

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from fedflat.errors import ConfigError
-from fedflat.papers.kinds_tuning import GridSearchTable, render_grid
-from fedflat.study import load_study
+from fedflat.core.errors import ConfigError
+from fedflat.results.papers.kinds_tuning import GridSearchTable, render_grid
+from fedflat.pipeline.study import load_study
 
 
 def _config(holdout=0.1):

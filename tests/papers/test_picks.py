@@ -1,4 +1,4 @@
-"""Settings a grid search of the same study picks (fedflat.papers.picks): an experiment waits until its grid's runs
+"""Settings a grid search of the same study picks (fedflat.results.papers.picks): an experiment waits until its grid's runs
 are done, then runs at the grid rule's pick (best mean validation score; ties: the smaller value; a diverged cell
 never); stages chain; every cell diverged takes the grid's smallest value, said so; bad picks fail in one line.
 The grids' outcomes are planted as summary.json files (nothing trains)."""
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fedflat.errors import ConfigError
-from fedflat.papers.picks import render, resolve
-from fedflat.study import load_study
+from fedflat.core.errors import ConfigError
+from fedflat.results.papers.picks import render, resolve
+from fedflat.pipeline.study import load_study
 
 BASE = {"study": "picks_test", "scale": "paper",
         "training": {"num_clients": 4, "participation": 1.0, "rounds": 3, "local_steps": 2, "batch_size": 16}}

@@ -4,9 +4,9 @@ import json
 import pandas as pd
 import pytest
 
-from fedflat.errors import ConfigError
-from fedflat.papers.published import parse_published
-from fedflat.papers.stats import mean_std, rounds_metric, rounds_to_target, summary_metric
+from fedflat.core.errors import ConfigError
+from fedflat.results.papers.published import parse_published
+from fedflat.results.papers.stats import mean_std, rounds_metric, rounds_to_target, summary_metric
 
 
 def _run(tmp_path, name, rounds, accs, status="completed"):
@@ -75,7 +75,7 @@ def test_parse_published_missing_and_bad():
 
 
 def test_a_file_metric_header_names_its_quantity_not_its_json_key():
-    from fedflat.papers.stats import metric_header
+    from fedflat.results.papers.stats import metric_header
 
     assert metric_header("file:hessian_clients.json:lambda_max_mean") == "λ_max"
     assert metric_header("file:hessian_r300_train.json:trace") == "trace"
@@ -91,7 +91,7 @@ def _manifest(tmp_path, published):
 
 
 def test_a_table_of_our_own_shows_no_empty_paper_or_delta_column_and_claims_no_scale(tmp_path):
-    from fedflat.papers.render import render_paper_table
+    from fedflat.results.papers.render import render_paper_table
 
     render_paper_table(_manifest(tmp_path, {}), tmp_path / "own")
     head, _, rest = (tmp_path / "own.md").read_text().partition("\n\n")

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 import torch
 
-from fedflat.build import build
-from fedflat.errors import ConfigError
-from fedflat.run_paths import run_of_file
-from fedflat.study import load_config_file, load_study, table_inputs
+from fedflat.pipeline.build import build
+from fedflat.core.errors import ConfigError
+from fedflat.core.run_paths import run_of_file
+from fedflat.pipeline.study import load_config_file, load_study, table_inputs
 
 from .paper_helpers import ROOT, paper_config
 
@@ -54,7 +54,7 @@ def test_bad_config_is_one_line_naming_the_key(edit, msg):
     cfg = _config()
     edit(cfg)
     if "round" in cfg["analysis"]["hessian"]:  # read by the rules (and the builder), not by load_study
-        from fedflat.analysis.params import from_config
+        from fedflat.pipeline.analysis.params import from_config
 
         with pytest.raises(ConfigError, match=msg):
             from_config(cfg, "hessian")
@@ -102,7 +102,7 @@ def test_lr_sweep_shares_the_direction_runs_and_asks_for_the_round_300_hessian()
     q4 = {rid for rid, _ in study.experiments["comp_iid_q4"]}  # ordering (i) at η = 0.01: Q4 runs of their own
     assert len(q4) == 3 and all(study.runs[r].uplink == {"kind": "quant", "bits": 4} for r in q4)
     assert len(study.runs) == 6 + 2 * 3 * 3 + 3
-    from fedflat.study import figure_inputs
+    from fedflat.pipeline.study import figure_inputs
 
     files = figure_inputs(study, "lr_sharpness")
     assert sum(f.endswith("/hessian_r300_train.json") for f in files) == 24

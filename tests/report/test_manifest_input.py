@@ -4,7 +4,7 @@ import json
 import subprocess
 import sys
 
-from fedflat.util.io import read_manifest
+from fedflat.core.util.io import read_manifest
 
 
 def test_manifest_from_text_file_and_stdin(tmp_path, monkeypatch):

@@ -1,6 +1,6 @@
 """One colour per algorithm across every figure: every preset's label has its own colour."""
-from fedflat.algorithms import PRESETS
-from fedflat.report.style import color_for, marker_for
+from fedflat.training.algorithms import PRESETS
+from fedflat.pipeline.report.style import color_for, marker_for
 
 
 def test_every_preset_label_has_a_distinct_colour():

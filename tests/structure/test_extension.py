@@ -41,8 +41,8 @@ RUN = '''
 import json, os, sys
 os.environ["FEDFLAT_NUMERICS"] = "portable"  # a study at paper scale runs portable: pinned before torch loads
 from fedflat import plugins  # noqa: F401
-from fedflat.build import build
-from fedflat.study import load_study
+from fedflat.pipeline.build import build
+from fedflat.pipeline.study import load_study
 
 cfg = {"study": "ext", "training": {"num_clients": 4, "participation": 1.0, "rounds": 2, "local_steps": 2,
                                     "batch_size": 16, "lr": 0.05, "eval_every": 1, "checkpoint_every": 0},
@@ -59,9 +59,9 @@ print(json.dumps({"runs": sorted(study.runs), "table": files[0].read_text()}))
 def package(tmp_path) -> Path:
     src = tmp_path / "src"
     shutil.copytree(REPO / "src" / "fedflat", src / "fedflat", ignore=shutil.ignore_patterns("__pycache__"))
-    (src / "fedflat" / "algorithms" / "feddamp.py").write_text(METHOD)
+    (src / "fedflat" / "training" / "algorithms" / "feddamp.py").write_text(METHOD)
     root = src / "fedflat" / "plugins.py"
-    root.write_text(root.read_text() + "from .algorithms import feddamp  # noqa: F401  (FedDamp)\n")
+    root.write_text(root.read_text() + "from .training.algorithms import feddamp  # noqa: F401  (FedDamp)\n")
     return src
 
 
@@ -74,7 +74,7 @@ def test_only_the_root_changes(package):
     changed = [p.relative_to(package).as_posix() for p in (package / "fedflat").rglob("*.py")
                if not (REPO / "src" / p.relative_to(package)).exists()
                or (REPO / "src" / p.relative_to(package)).read_text() != p.read_text()]
-    assert sorted(changed) == ["fedflat/algorithms/feddamp.py", "fedflat/plugins.py"]
+    assert sorted(changed) == ["fedflat/plugins.py", "fedflat/training/algorithms/feddamp.py"]
 
 
 def test_a_new_method_registers_and_trains_through_the_root(package, tmp_path):

@@ -1,7 +1,7 @@
-"""Run ids map to output paths and back through one function (fedflat.run_paths); the ids are pinned, so a
+"""Run ids map to output paths and back through one function (fedflat.core.run_paths); the ids are pinned, so a
 change to how they are made (which would retrain every result) fails here."""
-from fedflat.run_paths import RUNS_DIR, run_dir, run_of_file
-from fedflat.study import load_config_file, load_study
+from fedflat.core.run_paths import RUNS_DIR, run_dir, run_of_file
+from fedflat.pipeline.study import load_config_file, load_study
 
 # the default study's first run id, as made before run_paths existed (results of earlier runs keep their ids)
 PINNED = "digits/dir0.1-rep/cnn_small/fedasam/1162220a5e/seed0"

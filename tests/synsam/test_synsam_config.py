@@ -1,6 +1,6 @@
 """The tiny Table II-style study parses: 3 uplink settings × 4 algorithms × 2 seeds, compressors
 validated, FedSynSAM's distillation settings resolved into the runs."""
-from fedflat.study import load_config_file, load_study
+from fedflat.pipeline.study import load_config_file, load_study
 
 
 def test_table1_tiny_config(repo):

@@ -5,8 +5,8 @@ import pytest
 import torch
 import torch.nn as nn
 
-from fedflat.synsam.distill import distill, flat_forward, init_synthetic, matching_loss, segment_loss
-from fedflat.synsam.settings import DistillConfig, PROFILES, profile_for
+from fedflat.training.synsam.distill import distill, flat_forward, init_synthetic, matching_loss, segment_loss
+from fedflat.training.synsam.settings import DistillConfig, PROFILES, profile_for
 
 D, C = 4, 3
 

@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
-from fedflat.errors import ConfigError
-from fedflat.synsam.distill import init_synthetic, matching_loss
+from fedflat.core.errors import ConfigError
+from fedflat.training.synsam.distill import init_synthetic, matching_loss
 
 from compression.helpers import C, D, tiny_sim
 

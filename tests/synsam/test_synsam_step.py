@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from fedflat.algorithms import PRESETS, build_algorithm
-from fedflat.algorithms.base import ClientContext
-from fedflat.errors import ConfigError
-from fedflat.synsam.perturbation import SynSAMPerturbation
+from fedflat.training.algorithms import PRESETS, build_algorithm
+from fedflat.training.algorithms.base import ClientContext
+from fedflat.core.errors import ConfigError
+from fedflat.training.synsam.perturbation import SynSAMPerturbation
 
 A_LOC, C_LOC = np.diag([2.0, 1.0]), np.array([0.0, 0.0])
 A_SYN, C_SYN = np.diag([1.0, 3.0]), np.array([1.0, -1.0])

@@ -3,14 +3,14 @@ for 150 SGD steps and print the capability torch runs and the SHA-256 of the fin
 import hashlib
 import sys
 
-from fedflat.util.numerics import enter
+from fedflat.core.util.numerics import enter
 
 enter(sys.argv[1])
 
 import torch  # noqa: E402  (after enter: the kernel settings are read when torch loads)
 import torch.nn.functional as F  # noqa: E402
 
-from fedflat.util.numerics import _pin_torch  # noqa: E402
+from fedflat.core.util.numerics import _pin_torch  # noqa: E402
 
 if sys.argv[1] == "portable":
     _pin_torch()

@@ -1,4 +1,4 @@
-"""Portable numerics (src/fedflat/util/numerics.py): the weights do not depend on what the environment asks of the
+"""Portable numerics (src/fedflat/core/util/numerics.py): the weights do not depend on what the environment asks of the
 kernels, while native kernels give different weights under two capability settings; a process that loaded torch
 natively cannot claim to be portable; a run records the numerics it ran under."""
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from fedflat.errors import ConfigError
-from fedflat.util import numerics
+from fedflat.core.errors import ConfigError
+from fedflat.core.util import numerics
 
 PROBE = Path(__file__).with_name("numerics_probe.py")
 KNOBS = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "OMP_NUM_THREADS",
@@ -113,7 +113,7 @@ def test_a_portable_run_records_its_numerics_whatever_the_environment(tmp_path):
 
 
 def test_only_paper_scale_studies_refuse_a_modified_tree():
-    from fedflat.study import Study
+    from fedflat.pipeline.study import Study
 
     assert Study({}).requires_clean and Study({"scale": "paper"}).requires_clean
     assert not Study({"scale": "tiny"}).requires_clean and not Study({"scale": "reduced"}).requires_clean

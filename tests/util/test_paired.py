@@ -1,11 +1,11 @@
-"""fedflat.util.paired against scipy's paired t-test, Holm's adjustment on a worked example, and the detectable
+"""fedflat.core.util.paired against scipy's paired t-test, Holm's adjustment on a worked example, and the detectable
 difference's scaling."""
 import math
 
 import pytest
 from scipy import stats
 
-from fedflat.util.paired import detectable, holm, paired_t
+from fedflat.core.util.paired import detectable, holm, paired_t
 
 
 def test_paired_t_is_scipy_s_paired_test_with_its_interval():

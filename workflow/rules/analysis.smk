@@ -1,7 +1,7 @@
-# Per-run analysis files: thin rules over `python -m fedflat.analysis` (src/fedflat/analysis/cli.py).
+# Per-run analysis files: thin rules over `python -m fedflat.analysis` (src/fedflat/pipeline/analysis/cli.py).
 # Parameters come from the config's top-level `analysis: {hessian: ..., landscape: ..., stability: ...}`
-# (defaults and domains in src/fedflat/analysis/params.py); they are checked here, at parse time.
-from fedflat.analysis.params import from_config as _analysis_params, job_params as _job_params
+# (defaults and domains in src/fedflat/pipeline/analysis/params.py); they are checked here, at parse time.
+from fedflat.pipeline.analysis.params import from_config as _analysis_params, job_params as _job_params
 
 try:
     ANALYSIS = {c: _job_params(c, _analysis_params(config, c)) for c in ("hessian", "landscape", "stability")}
@@ -45,7 +45,7 @@ def _snapshot_params(wc):
     return json.dumps({**json.loads(ANALYSIS["hessian"]), "round": int(wc.round), "split": wc.split}, sort_keys=True)
 
 
-# The Hessian of an end-of-round snapshot (training.snapshot_rounds; src/fedflat/fl/snapshots.py) under one of
+# The Hessian of an end-of-round snapshot (training.snapshot_rounds; src/fedflat/training/fl/snapshots.py) under one of
 # FedSynSAM Table I's candidate protocols. The snapshots are written by the run's train job, which declares only
 # its fixed outputs: model.pt stands for "the run (and so every snapshot) is done"; a round the run does not
 # snapshot fails with one line naming training.snapshot_rounds (tables that read these files check it at parse time).

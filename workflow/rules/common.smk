@@ -4,11 +4,11 @@ import shlex
 import sys
 
 import fedflat.plugins  # noqa: F401  (the composition root: registers every preset, model, data set, hook and kind)
-from fedflat.data.partition import check_existing as check_partitions
-from fedflat.errors import ConfigError
-from fedflat.inputs import validate_config
-from fedflat.models.registry import job_threads
-from fedflat.study import figure_inputs, figure_manifest, table_inputs, table_manifest
+from fedflat.training.data.partition import check_existing as check_partitions
+from fedflat.core.errors import ConfigError
+from fedflat.pipeline.inputs import validate_config
+from fedflat.training.models.registry import job_threads
+from fedflat.pipeline.study import figure_inputs, figure_manifest, table_inputs, table_manifest
 
 SCHEMA = workflow.source_path("../schemas/config.schema.yaml")
 
@@ -19,7 +19,7 @@ def _die(msg):
     sys.exit(2)
 
 
-# the same checks as `fedflat validate` and `fedflat train` (src/fedflat/inputs.py): the schema, then the study;
+# the same checks as `fedflat validate` and `fedflat train` (src/fedflat/pipeline/inputs.py): the schema, then the study;
 # then every partition file already made: a corrupted one is refused here, before Snakemake schedules (and removes
 # the outputs of) any job that reads it
 _AGAIN = "snakemake --cores 1 {path}" + "".join(f" --configfile {shlex.quote(str(f))}"

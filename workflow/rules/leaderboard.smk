@@ -1,11 +1,11 @@
 # The leaderboard (config/leaderboard.yaml): each selection is a checkpoint, so the runs it selects join the DAG
 # as soon as it exists. With `tuning.continuation` the screen's best cells (checkpoint leaderboard_screen) run the
 # full horizon on every partition's validation split, and the choice (leaderboard_choice) reads those; without it
-# the choice reads the screen (src/fedflat/leaderboard/flow.py). Inert for every other study.
+# the choice reads the screen (src/fedflat/results/leaderboard/flow.py). Inert for every other study.
 if STUDY.leaderboard is not None:
-    from fedflat.leaderboard.flow import (choice_inputs as _lb_choice_inputs, choice_path as _lb_choice_path,
-                                          evidence_gaps as _lb_evidence_gaps, register_known_stages,
-                                          screen_path as _lb_screen_path, tuning_inputs as _lb_tuning_inputs)
+    from fedflat.results.leaderboard.flow import (choice_inputs as _lb_choice_inputs, choice_path as _lb_choice_path,
+                                                  evidence_gaps as _lb_evidence_gaps, register_known_stages,
+                                                  screen_path as _lb_screen_path, tuning_inputs as _lb_tuning_inputs)
 
     # the stages whose checkpoint file exists are known now: a final or ablation run asked for by its path
     # (`snakemake results/runs/<id>/summary.json`) is found without first evaluating a checkpoint
@@ -25,7 +25,7 @@ if STUDY.leaderboard is not None:
         output:
             _lb_screen_path(STUDY),
         run:
-            from fedflat.leaderboard.flow import write_screen
+            from fedflat.results.leaderboard.flow import write_screen
 
             write_screen(STUDY, output[0])
 
@@ -36,7 +36,7 @@ if STUDY.leaderboard is not None:
         output:
             _lb_choice_path(STUDY),
         run:
-            from fedflat.leaderboard.flow import write_choice
+            from fedflat.results.leaderboard.flow import write_choice
 
             write_choice(STUDY, output[0])
 

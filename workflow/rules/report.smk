@@ -1,5 +1,5 @@
 # Tables and figures: one generic rule each; the kind comes from the config entry.
-from fedflat.papers.catalog import report_caption  # captions name the paper table/figure (workflow/report/*.rst)
+from fedflat.results.papers.catalog import report_caption  # captions name the paper table/figure (workflow/report/*.rst)
 
 
 # the manifest goes through standard input: printf is a shell builtin (no exec), so a manifest over the
@@ -32,7 +32,7 @@ rule figure:
 
 
 # Wall time and memory per training run (the train rule's `benchmark:` records), one table per study.
-from fedflat.report.benchmarks import benchmark_manifest, benchmarks_output, manifest_digest
+from fedflat.pipeline.report.benchmarks import benchmark_manifest, benchmarks_output, manifest_digest
 
 BENCHMARKS_MD = benchmarks_output(STUDY)
 
@@ -46,6 +46,6 @@ rule benchmarks:
     params:
         digest=lambda wc: manifest_digest(benchmark_manifest(STUDY)),  # labels or run set changed: rebuild
     run:
-        from fedflat.report.benchmarks import render_benchmarks
+        from fedflat.pipeline.report.benchmarks import render_benchmarks
 
         render_benchmarks(benchmark_manifest(STUDY), output.md, title=f"Training runs of study {STUDY.config.get('study', '')}: wall time and memory")

@@ -14,7 +14,7 @@ import sys
 
 def main(argv=None) -> int:
     from .. import plugins  # noqa: F401  (the composition root: every preset, data set, model and kind)
-    from ..errors import ConfigError
+    from ..core.errors import ConfigError
 
     ap = argparse.ArgumentParser(prog="python -m fedflat.evidence", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -46,7 +46,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     try:
         if a.cmd == "export":
-            from ..study import load_config_file, load_study
+            from ..pipeline.study import load_config_file, load_study
             from .export import export_study
 
             cfg = load_config_file(a.config)
@@ -105,8 +105,8 @@ def _verify(a) -> int:
     import tempfile
     from pathlib import Path
 
-    from ..errors import ConfigError
-    from ..util.io import write_text
+    from ..core.errors import ConfigError
+    from ..core.util.io import write_text
     from .verify import pick, render, verify
 
     if not a.run_ids and not a.sample:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ConfigError
-from ..papers.stats import metric_header
+from ..core.errors import ConfigError
+from ..results.papers.stats import metric_header
 from .compare import TOLERANCE, cell_value, ours_text, within
 from .export import EVIDENCE, FIGURES
 from .store import load
@@ -43,7 +43,7 @@ def _reach(study, run_ids: list[str]) -> str | None:
 
 def paper_study(paper: str, config_dir: Path):
     """The paper's catalog at the paper's scale (the run ids its evidence records)."""
-    from ..study import load_config_file, load_study
+    from ..pipeline.study import load_config_file, load_study
 
     cfg = load_config_file(Path(config_dir) / f"{paper}.yaml")
     cfg["scale"] = "paper"
@@ -71,8 +71,8 @@ def paper_rows(paper: str, config_dir: Path, evidence_root: Path, figures_root: 
     """One dict per target: its own counts (published, reproduced = re-run at paper scale, unreachable, compared,
     within, gaps), and `cells`: [(identity, state)] of each published cell it holds, in order, where state is
     "unreachable: <why>", "pending", "rerun" (re-run, not comparable), "within" or "gap" (distinct counts: `distinct`)."""
-    from ..papers.kinds import table_cells
-    from ..papers.published import parse_published
+    from ..results.papers.kinds import table_cells
+    from ..results.papers.published import parse_published
 
     study = study or paper_study(paper, config_dir)
     runs = load(paper, evidence_root).runs()

@@ -10,13 +10,13 @@ STUDY = "leaderboard"  # the evidence these blocks render (v3; v2 is legacy: doc
 
 
 def _config(ctx) -> dict:
-    from ..study import load_config_file
+    from ..pipeline.study import load_config_file
 
     return load_config_file(ctx.config("leaderboard.yaml", STUDY))["leaderboard"]
 
 
 def _title(partition: str) -> str:
-    from ..leaderboard.results import partition_title  # the table's own names, so the pages match it
+    from ..results.leaderboard.results import partition_title  # the table's own names, so the pages match it
 
     return partition_title(partition)
 
@@ -37,7 +37,7 @@ def _continuation_expected(lb: dict) -> int:
 def stage_totals(runs, lb: dict) -> dict[str, tuple[int, int | None]]:
     """{stage: (runs in the evidence, runs the protocol calls for)} for the continuation, the final stage and the
     ablation; the last two follow from the picks, so their totals are None until the continuation is complete."""
-    from ..leaderboard.protocol import ablation_cell
+    from ..results.leaderboard.protocol import ablation_cell
 
     out = {"continuation": (_got(runs, "continuation"), _continuation_expected(lb))}
     final = ablation = None
@@ -100,8 +100,8 @@ def status(ctx) -> str:
 def _not_yet_run(ctx, lb: dict) -> list[str]:
     """The methods the live config ranks that the evidence's own config (its snapshot) does not: not yet run, so the
     committed blocks stay as the evidence renders them (a new preset never changes a verdict before its runs)."""
-    from ..algorithms import PRESETS
-    from ..study import load_config_file
+    from ..training.algorithms import PRESETS
+    from ..pipeline.study import load_config_file
 
     live = ctx.live_config("leaderboard.yaml")
     if live == ctx.config("leaderboard.yaml", STUDY) or not live.exists():
@@ -210,8 +210,8 @@ def statistics(ctx) -> str:
 
 
 def cost(ctx) -> str:
-    from ..leaderboard.plan import estimate, render
-    from ..study import load_config_file
+    from ..results.leaderboard.plan import estimate, render
+    from ..pipeline.study import load_config_file
 
     cfg = load_config_file(ctx.config("leaderboard.yaml", STUDY))  # the snapshot the evidence was made with
     return render(estimate(cfg, 2, exhaustive=False), 2)
@@ -224,8 +224,8 @@ def _parts(parts) -> list[str]:
 
 def choice(ctx) -> str:
     """The v2 choice per partition, from the continuation's records: each method's pick with its edge marks."""
-    from ..leaderboard.table import edges
-    from ..report.grids import setting_text
+    from ..results.leaderboard.table import edges
+    from ..pipeline.report.grids import setting_text
 
     runs = ctx.evidence(STUDY).runs()
     lb = _config(ctx)
@@ -471,7 +471,7 @@ def claims(ctx, details: bool = True) -> str:
 
 def figures(ctx) -> str:
     """The study's four figures, as committed with the evidence (figures/evidence/leaderboard/)."""
-    from ..leaderboard.protocol import FIGURES
+    from ..results.leaderboard.protocol import FIGURES
 
     links = {name: ctx.figure_link("leaderboard", name) for name in FIGURES}
     if not all(links.values()):

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ..recorded import FILE_COLUMNS
+from ..core.recorded import FILE_COLUMNS
 
 TOLERANCE = 2.0  # points: a reproduced cell within this of the published mean counts as matching
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ConfigError, choice_error
+from ..core.errors import ConfigError, choice_error
 
 KINDS = ("text_contradicted", "outside_stated_grid", "post_hoc_protocol", "unavoidable")
 KEYS = ("kind", "paper", "primary", "variant", "why", "experiments", "table")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from ..papers.kinds_protocols import PROTOCOLS as _NAMES  # one name per protocol, as the study's tables
+from ..results.papers.kinds_protocols import PROTOCOLS as _NAMES  # one name per protocol, as the study's tables
 from .store import embed
 
 STUDY = "fedsynsam_table1_direction"

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..recorded import EVIDENCE_ROOT as EVIDENCE
+from ..core.recorded import EVIDENCE_ROOT as EVIDENCE
 from .cells import table_cells
-from ..errors import ConfigError
-from ..util.io import copy_file
-from ..util.names import under
+from ..core.errors import ConfigError
+from ..core.util.io import copy_file
+from ..core.util.names import under
 from .records import COLUMNS, regenerable, run_record
 
 FIGURES = Path("figures/evidence")
@@ -33,7 +33,7 @@ def evidence_dir(study_name: str, root: Path = EVIDENCE) -> Path:
 def _register_stages(study) -> None:
     """Leaderboard: register the stages whose checkpoint files exist, so their runs are exported too."""
     if study.leaderboard is not None:
-        from ..leaderboard.flow import register_known_stages
+        from ..results.leaderboard.flow import register_known_stages
 
         register_known_stages(study)
 
@@ -149,7 +149,7 @@ def _checkpoint_files(study) -> list[Path]:
     """A leaderboard's checkpoint files that exist here: the screen's continued cells and the choice."""
     if study.leaderboard is None:
         return []
-    from ..leaderboard.flow import choice_path, screen_path
+    from ..results.leaderboard.flow import choice_path, screen_path
 
     return [Path(f) for f in (screen_path(study), choice_path(study)) if Path(f).exists()]
 
@@ -180,6 +180,6 @@ def _merge(old, new):
 
 
 def _write_csv(df, path: Path) -> None:
-    from ..util.io import write_text
+    from ..core.util.io import write_text
 
     write_text(path, df.to_csv(index=False, float_format="%.6g", lineterminator="\n"))

@@ -37,7 +37,7 @@ def load_causes(path) -> tuple[dict[str, Cause], list[dict]]:
     offending key."""
     import yaml
 
-    from ..errors import ConfigError
+    from ..core.errors import ConfigError
 
     raw = yaml.safe_load(open(path)) or {}
     causes = {}

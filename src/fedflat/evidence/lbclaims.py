@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError
-from ..util.stats import pooled_std, within_spread
+from ..core.errors import ConfigError
+from ..core.util.stats import pooled_std, within_spread
 from .lbstats import continuation_choices, stage_runs
 
 # proposed preset: (paper catalog under config/papers/, table key) -- the table whose rows are the paper's main

@@ -7,14 +7,14 @@ import json
 import numpy as np
 import pandas as pd
 
-from ..util.stats import correlation, kendall, seed_std
+from ..core.util.stats import correlation, kendall, seed_std
 
 STAGES = {"tune_": "screen", "cont_": "continuation", "final_": "final", "ablation_": "ablation"}
 
 
 def method_label(preset: str) -> str:
     """A preset's name as the pages print it: its registry label (a record's `label` also names its setting)."""
-    from ..algorithms import PRESETS
+    from ..training.algorithms import PRESETS
 
     return PRESETS.get(preset).label
 
@@ -51,7 +51,7 @@ def screen_choices(runs: pd.DataFrame, grids: dict[str, dict], lr: list, lr_only
     then the earlier grid value) and whether the choice sits on an edge of its grid: the lr at the lowest or
     highest grid value, or an own key with 3 or more values at its lowest or highest. `rho0` marks a choice
     with rho = 0 (the method's ascent switched off)."""
-    from ..leaderboard.table import edges as table_edges
+    from ..results.leaderboard.table import edges as table_edges
 
     r = stage_runs(runs, "screen")
     r = r[r["status"] == "completed"]
@@ -109,7 +109,7 @@ def primary_ranks(runs: pd.DataFrame) -> pd.DataFrame:
     method with a diverged seed, ordered by its completed seeds' mean; tie bands over the completed methods' seeds),
     with the mean rank over partitions. A method whose every continued cell diverged on a partition has no final run
     there; it ranks below every method that ran (`unstable`, no seed). `mean` and `std` are over completed seeds."""
-    from ..leaderboard.results import per_method
+    from ..results.leaderboard.results import per_method
 
     r = stage_runs(runs, "final")
     picks = continuation_choices(runs)
@@ -145,7 +145,7 @@ def continuation_choices(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.D
     the continuation seeds, a cell with a diverged seed never picked; ties: the earlier cell, then the smaller
     lr), with `continued` (cells run) and `diverged` (cells with a diverged seed). A method whose every
     continued cell diverged has lr NaN: it is left out of the final runs."""
-    from ..report.grids import cell_means, ranked_cells
+    from ..pipeline.report.grids import cell_means, ranked_cells
 
     out = []
     for (part, preset), sub in stage_runs(runs, "continuation").groupby(["partition", "preset"], sort=True):
@@ -161,7 +161,7 @@ def continuation_choices(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.D
 def rho0_picks(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.DataFrame:
     """The picks (continuation_choices) of a radius grid at rho = 0: the validation choice switched the ascent off,
     so the method has no twin to run, and `same_as` names the preset it then computes exactly (RHO0), or ""."""
-    from ..algorithms.reductions import rho0_base
+    from ..training.algorithms.reductions import rho0_base
 
     picks = continuation_choices(runs, metric)
     at0 = picks[picks["params"].map(lambda p: "rho" in p and float(p["rho"]) == 0.0)].copy()
@@ -174,13 +174,13 @@ def ablation_verdicts(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.Data
     its rho = 0 twin's, their difference, the seed spread of the method's final test accuracy, and the verdict
     (leaderboard.stats.ascent_verdict, the leaderboard table's own rule); `same_as`: the preset the twin is by an
     exact reduction (algorithms.reductions.RHO0), or "" where none holds."""
-    from ..algorithms.reductions import rho0_base
-    from ..leaderboard.stats import ascent_verdict
+    from ..training.algorithms.reductions import rho0_base
+    from ..results.leaderboard.stats import ascent_verdict
 
     abl = stage_runs(runs, "ablation")
     if abl.empty:
         return pd.DataFrame()
-    from ..report.grids import cell_means
+    from ..pipeline.report.grids import cell_means
 
     picks = continuation_choices(runs, metric).set_index(["partition", "preset"])
     fin = final_means(runs).set_index(["partition", "preset"]) if len(stage_runs(runs, "final")) else None
@@ -202,7 +202,7 @@ def flatness_accuracy(runs: pd.DataFrame) -> pd.DataFrame:
     same function) from the evidence: per partition, Spearman's rho of lambda_max and of the flatness distance
     (means over completed seeds) against mean final accuracy (NaN where a seed diverged), over all methods and
     over the methods at the most common picked lr, each with its bootstrap interval over methods."""
-    from ..leaderboard.flatness import flatness_correlations
+    from ..results.leaderboard.flatness import flatness_correlations
 
     r = stage_runs(runs, "final")
     rows, chosen = [], {}
@@ -239,7 +239,7 @@ def reduction_pairs(runs: pd.DataFrame, stage: str = "screen", base_stage: str |
     a SAM-type preset's rho = 0 run of `stage` and its base preset's run of `base_stage` (default: the same stage)
     on the same partition and seed, at the same lr and shared keys. Per pair: both statuses, the difference of
     their `metric` (NaN unless both completed), and whether the same code ran both (commit and backend)."""
-    from ..algorithms.reductions import rho0_base
+    from ..training.algorithms.reductions import rho0_base
 
     r = stage_runs(runs, base_stage or stage)
     out = []

@@ -150,7 +150,7 @@ def _changes(ctx: Context) -> list[tuple[str, str, str]]:
 
 def write(ctx: Context | None = None) -> list[str]:
     """Re-render every page in place; returns the paths whose text changed."""
-    from ..util.io import write_text
+    from ..core.util.io import write_text
 
     ctx = ctx or Context()
     changes = _changes(ctx)

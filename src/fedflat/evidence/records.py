@@ -7,8 +7,8 @@ import json
 import math
 from pathlib import Path
 
-from ..recorded import FILE_COLUMNS
-from ..util.curves import CURVE_COSTS, curve_costs
+from ..core.recorded import FILE_COLUMNS
+from ..core.util.curves import CURVE_COSTS, curve_costs
 
 # The order of runs.csv's columns (a test pins them: pages and trace read them by name).
 COLUMNS = (
@@ -26,7 +26,7 @@ COLUMNS = (
 NUMERICS_COLUMNS = COLUMNS[COLUMNS.index("numerics"):COLUMNS.index("legacy")]
 
 def provenance(dataset: str, eval_split: str) -> str:
-    from ..data.provenance import provenance as test_split
+    from ..training.data.provenance import provenance as test_split
 
     return test_split(dataset) + ("; scored on the validation split carved from the training clients"
                                   if eval_split == "validation" else "")
@@ -42,7 +42,7 @@ def _num(x) -> float:
 
 def _metrics(path: Path):
     """metrics.csv as a frame (None where the run has none)."""
-    from ..fl.metrics import read_metrics
+    from ..training.fl.metrics import read_metrics
 
     return read_metrics(path) if path.exists() else None  # a truncated file is refused, never recorded
 
@@ -84,7 +84,7 @@ def run_record(run_dir: str | Path, spec, experiments: list[str], label: str) ->
     env = cfg.get("environment", {})
     files = {f: _json(d / f) for f in dict.fromkeys(f for f, _ in FILE_COLUMNS)}  # hessian*.json
     hess = files["hessian.json"]
-    from ..fl.engine import BYTES_PER_FLOAT
+    from ..training.fl.engine import BYTES_PER_FLOAT
 
     m = _metrics(d / "metrics.csv")
     flat, bad_round = _metrics_tail(m)

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ConfigError
-from ..util.markdown import md_table
+from ..core.errors import ConfigError
+from ..core.util.markdown import md_table
 from .export import EVIDENCE
 from .store import load
 

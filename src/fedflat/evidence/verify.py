@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from .export import EVIDENCE
 
 MEASURED = ("status", "rounds_completed", "final_acc", "last10_acc", "best_acc", "final_loss", "flatness_mean",
@@ -99,7 +99,7 @@ def study_config(study: str, root: Path = EVIDENCE, config_root: Path = Path("co
 
 def spec_of(record: dict, study: str, root: Path = EVIDENCE):
     """(RunSpec, the study's config dict, how its partition is made) of a record."""
-    from ..study import load_config_file, load_study
+    from ..pipeline.study import load_config_file, load_study
 
     cfg = load_config_file(study_config(study, root))
     st = load_study(_as_of_today(cfg))
@@ -122,7 +122,7 @@ def _as_of_today(cfg: dict) -> dict:
     every preset ranked or excluded, so the newer ones are excluded here (the snapshot's runs are unchanged)."""
     if "leaderboard" not in cfg:
         return cfg
-    from ..algorithms import PRESETS
+    from ..training.algorithms import PRESETS
 
     lb = {**cfg["leaderboard"]}
     known = set(lb.get("methods") or {}) | set(lb.get("excluded") or {})
@@ -132,8 +132,8 @@ def _as_of_today(cfg: dict) -> dict:
 
 
 def _register_committed_stages(study, checkpoints: Path) -> None:
-    from ..leaderboard.flow import continuation_experiments, final_experiments
-    from ..leaderboard.protocol import CHOICE_FILE, SCREEN_FILE
+    from ..results.leaderboard.flow import continuation_experiments, final_experiments
+    from ..results.leaderboard.protocol import CHOICE_FILE, SCREEN_FILE
 
     screen, choice = checkpoints / SCREEN_FILE, checkpoints / CHOICE_FILE
     if screen.exists():
@@ -147,8 +147,8 @@ def _register_committed_stages(study, checkpoints: Path) -> None:
 def spec_from_fields(record: dict, cfg: dict):
     """The spec rebuilt from a record's fields and the study's training defaults; None unless it hashes to the
     record's settings hash (the hash covers every setting, so a match is the run's exact spec)."""
-    from ..algorithms import PRESETS
-    from ..spec import RunSpec, check_training
+    from ..training.algorithms import PRESETS
+    from ..core.spec import RunSpec, check_training
 
     try:
         tr = check_training({**(cfg.get("training") or {}),
@@ -208,7 +208,7 @@ class Rerunner:
 
     def code(self, record: dict) -> tuple[Path, str, str]:
         """(src directory, the commit it holds, a note) of the code that re-runs `record`."""
-        from ..util.provenance import source_commit
+        from ..core.util.provenance import source_commit
 
         here = Path(__file__).resolve().parents[2]
         head = source_commit() or "unknown"
@@ -230,7 +230,7 @@ class Rerunner:
         return self._trees[base], base, note
 
     def run(self, study: str, record: dict, root: Path = EVIDENCE) -> Outcome:
-        from ..analysis.params import from_config
+        from ..pipeline.analysis.params import from_config
         from .records import run_record
 
         rid = record["run_id"]

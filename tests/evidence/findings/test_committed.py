@@ -51,7 +51,7 @@ def test_a_block_a_radius_pick_is_the_radius_of_its_family_s_columns_in_every_bl
 
 
 def _label(preset):
-    from fedflat.algorithms import PRESETS
+    from fedflat.training.algorithms import PRESETS
 
     return PRESETS.get(preset).label
 

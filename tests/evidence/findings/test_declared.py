@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 import fedflat.plugins  # noqa: F401  (the presets a `method` part names)
-from fedflat.errors import ConfigError
+from fedflat.core.errors import ConfigError
 from fedflat.evidence.findings.declared import check, load_all
 
 from .helpers import finding

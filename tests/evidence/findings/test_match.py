@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import pytest
 
-from fedflat.errors import ConfigError
+from fedflat.core.errors import ConfigError
 from fedflat.evidence.findings.match import cell, cell_text, coincide, complete, mask, mean, published
 from fedflat.evidence.records import COLUMNS
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from ...util.paired import detectable, holm, paired_t
+from ...core.util.paired import detectable, holm, paired_t
 from .declared import filter_of, findings, fmt
 from .match import cell, coincide, complete, mask, mean, table_cell, values
 from .sources import (candidate_cells, catalog_values, exported_table, paper_of, preset_label, runs_of,

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...errors import ConfigError
+from ...core.errors import ConfigError
 
 KINDS = ("adopt_candidate", "closes_shortfall", "ordering", "paired_claim")
 FIXED = ("before_finals", "post_hoc")
@@ -86,7 +86,7 @@ def _method(part: dict) -> dict:
     """A part naming `method: <preset>`: the records' preset, the page's label, the paper's row."""
     if "method" not in part:
         return part
-    from ...algorithms import PRESETS
+    from ...training.algorithms import PRESETS
 
     preset = part["method"]
     label = PRESETS.get(preset, key="findings.method").label

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ...errors import ConfigError
+from ...core.errors import ConfigError
 
 JSON_FIELDS = ("hparams", "uplink")
 
@@ -153,7 +153,7 @@ def coincide(units: list[list[dict]], metric: str) -> bool:
 def published(ctx, f, paper: dict) -> float | None:
     """The paper's mean of one cell of a catalog table: paper = {table, row, column} (column: a column group, or
     `any`: the row's one published value), from config/papers/<catalog>.yaml."""
-    from ...papers.published import parse_published
+    from ...results.papers.published import parse_published
 
     catalog = paper.get("catalog") or f.get("catalog")
     key = f.where("paper")

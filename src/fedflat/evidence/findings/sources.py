@@ -3,7 +3,7 @@ an exported table (its runs, cells.csv), a row of a study's exported table (its 
 values it uses), and the paper's published values."""
 from __future__ import annotations
 
-from ...errors import ConfigError
+from ...core.errors import ConfigError
 from .declared import fmt
 from .match import cell, prepared, published, spec_value
 
@@ -31,7 +31,7 @@ def candidate_cells(ctx, f, runs) -> list[dict]:
 
 
 def preset_label(preset) -> str:
-    from ...algorithms import PRESETS
+    from ...training.algorithms import PRESETS
 
     return PRESETS.get(preset).label if preset else ""
 
