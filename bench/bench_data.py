@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from fedflat.training.data.augment import Augmenter, black_fill
-from fedflat.training.data.base import ArrayDataset
+from fedflat.training.data.array_dataset import ArrayDataset
 from fedflat.training.models import build_model
 
 MEAN, STD = (0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010)

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from fedflat.training.algorithms import PRESETS
-from fedflat.training.data.base import ArrayDataset
+from fedflat.training.data.array_dataset import ArrayDataset
 from fedflat.training.data.partition import Partition
 from fedflat.training.fl.engine import Simulation
 from fedflat.training.models import build_model

@@ -16,7 +16,7 @@ import torch
 
 from fedflat.training.algorithms.reductions import RHO0, rho0_base
 from fedflat.training.data import load_dataset
-from fedflat.training.data.base import ArrayDataset
+from fedflat.training.data.array_dataset import ArrayDataset
 from fedflat.training.fl.together import together_blocker
 from bench.gpu_check_budget import OverBudget, Share, hard_stop
 from bench.gpu_check_sims import blocks, build_sim, failure, trajectory

@@ -39,7 +39,7 @@ DEFAULT_LAYERS = [
     "training.compression",
     "training.algorithms",
     "training.models|training.data",
-    "core.spec|core.run_paths|core.kinds|core.recorded",
+    "core.spec|core.run_paths|core.kind_registry|core.recorded",
     "core.registry|core.util",
     "core.errors",
 ]

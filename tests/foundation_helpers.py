@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from fedflat.training.data.base import ArrayDataset
+from fedflat.training.data.array_dataset import ArrayDataset
 from fedflat.training.data.partition import Partition
 from fedflat.training.fl.engine import Simulation
 from fedflat.core.spec import RunSpec, check_training

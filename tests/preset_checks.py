@@ -8,7 +8,7 @@ import torch
 
 from fedflat.training.algorithms import PRESETS
 from fedflat.training.fl.engine import Simulation
-from fedflat.training.fl.hooks import RoundHook
+from fedflat.training.fl.round_hooks import RoundHook
 from fedflat.core.spec import RunSpec, check_training
 
 # 4 clients of the embedded digits data, 2 sampled per round, 2 local steps of 16 samples: every part

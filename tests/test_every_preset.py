@@ -12,7 +12,7 @@ from fedflat.training.algorithms.fedsol_parts import ProjectionPerturbation
 from fedflat.training.algorithms.losses import FedSOLPerturbation
 from fedflat.training.data import load_dataset
 from fedflat.training.data.partition import make_partition
-from fedflat.training.fl.hooks import BYTES_PER_FLOAT
+from fedflat.training.fl.round_hooks import BYTES_PER_FLOAT
 from preset_checks import LEARN, TINY, recorded_last_round, tiny_sim, without_times
 
 NAMES = PRESETS.names()

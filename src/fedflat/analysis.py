@@ -14,7 +14,7 @@ def main() -> int:
         print(f"fedflat.analysis: error: {exc}", file=sys.stderr)
         return 2
     from . import plugins  # noqa: F401  (the composition root: the models, data sets and presets the commands load)
-    from .pipeline.analysis.cli import main as commands
+    from .pipeline.analysis.analysis_commands import main as commands
 
     return commands()
 

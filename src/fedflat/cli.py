@@ -65,14 +65,14 @@ def cmd_train(a) -> None:
 
 
 def cmd_table(a) -> None:
-    from .core.kinds import TABLE_KINDS
+    from .core.kind_registry import TABLE_KINDS
 
     m = read_manifest(a.manifest)
     TABLE_KINDS.get(m["kind"], key="table kind").render(m, Path(a.out).with_suffix(""))
 
 
 def cmd_figure(a) -> None:
-    from .core.kinds import FIGURE_KINDS
+    from .core.kind_registry import FIGURE_KINDS
 
     m = read_manifest(a.manifest)
     FIGURE_KINDS.get(m["kind"], key="figure kind").render(m, a.out)

@@ -17,9 +17,9 @@ from .training.algorithms import presets_sam  # noqa: F401  (SAM-family and prop
 from .training.algorithms import presets_baselines  # noqa: F401  (baseline presets)
 from .training.algorithms import presets_fedsol  # noqa: F401  (FedSOL Tables 1, 4, 10 variants; their parts)
 from .training.algorithms import fedrcl  # noqa: F401  (FedRCL: relaxed contrastive loss part and preset)
-from .training.algorithms import presets_personal  # noqa: F401  (FedSOL Table 9: PerFedAvg, FedBABU, kNN-Per, Local-only)
+from .training.algorithms import presets_personal  # noqa: F401  (FedSOL Table 9: PerFedAvg, FedBABU, kNN-Per, ...)
 from .training.algorithms import oracle  # noqa: F401  (the exact global perturbation: a diagnostic upper bound)
-from .training.algorithms import presets_2025  # noqa: F401  (FedGloSS, FedSWA, FedMoSWA, FedWMSAM, FedGMT and their parts)
+from .training.algorithms import presets_2025  # noqa: F401  (FedGloSS, FedSWA, FedMoSWA, FedWMSAM, FedGMT, parts)
 from .training.algorithms import fedgf  # noqa: F401  (FedGF: globally perturbed SAM point, its part and preset)
 from .training.algorithms import fedscam  # noqa: F401  (FedSCAM: heterogeneity-modulated SAM radius and aggregation)
 from .training.synsam import preset as _synsam  # noqa: F401  (FedSynSAM, DynaFed: their perturbation, server, presets)
@@ -31,17 +31,17 @@ from .training.models import small, lenet, resnet, vgg, convnet, lstm, vit, pret
 from .results.papers import standins  # noqa: F401  (tiny-scale stand-ins of the paper data sets and models)
 
 # -- round hooks and uplink compressors
-from .pipeline.analysis import hooks as _analysis_hooks  # noqa: F401  (sharpness, perturbation cosine, divergence, ...)
+from .pipeline.analysis import analysis_hooks  # noqa: F401  (sharpness, perturbation cosine, divergence, ...)
 from .pipeline.analysis import personalize, fedsol_hooks, synsam_mix  # noqa: F401  (FedSOL Table 9, Fig. 5; FedSynSAM)
 from .training.compression import quantization, topk  # noqa: F401  (quant, topk)
 
 # -- table and figure kinds
-from .pipeline.report import kinds as _report_kinds  # noqa: F401  (accuracy, convergence, partition_heatmap)
-from .pipeline.analysis import figures as _analysis_figures  # noqa: F401  (landscape, hessian kinds)
-from .pipeline.analysis import overlay, stability_figures  # noqa: F401  (landscape_overlay; stability, local discrepancy)
-from .results.papers import kinds as _paper_kinds  # noqa: F401  (paper_table, paper_curves, paper_sweep)
+from .pipeline.report import basic_kinds  # noqa: F401  (accuracy, convergence, partition_heatmap)
+from .pipeline.analysis import analysis_kinds  # noqa: F401  (landscape, hessian kinds)
+from .pipeline.analysis import overlay, stability_figures  # noqa: F401  (landscape_overlay; stability, local disc.)
+from .results.papers import kinds_paper  # noqa: F401  (paper_table, paper_curves, paper_sweep)
 from .results.papers import kinds_bars, toy_fedsol, kinds_tuning  # noqa: F401  (layer_bars, fedsol_toy, grid_search)
-from .results.papers import kinds_protocols  # noqa: F401  (hessian_protocols: FedSynSAM Table I's measurement protocols)
+from .results.papers import kinds_protocols  # noqa: F401  (hessian_protocols: FedSynSAM Table I's protocols)
 from .results.leaderboard import kinds as _leaderboard_kinds  # noqa: F401  (leaderboard table, Pareto, flatness, ranks)
 
 # -- what the leaderboard and the paper catalogs add to a study (study.STUDY_PREPARERS)

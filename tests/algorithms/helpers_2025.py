@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from fedflat.training.algorithms import build_algorithm
-from fedflat.training.algorithms.base import ClientContext, ClientResult, RoundResult, ServerState
+from fedflat.training.algorithms.parts import ClientContext, ClientResult, RoundResult, ServerState
 
 from .helpers_sam import make_sim, run
 

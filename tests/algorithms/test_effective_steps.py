@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from fedflat.training.algorithms import CORRECTIONS, SERVERS, ClientContext, ClientResult, RoundResult, ServerState
-from fedflat.training.algorithms.base import effective_steps
+from fedflat.training.algorithms.parts import effective_steps
 
 from .helpers_baselines import Run
 

@@ -18,12 +18,12 @@ import torch
 import torch.nn.functional as F
 
 from fedflat.training.algorithms import PRESETS, build_algorithm
-from fedflat.training.algorithms.base import ClientContext, ConfigError, ServerState
+from fedflat.training.algorithms.parts import ClientContext, ConfigError, ServerState
 from fedflat.training.algorithms.reductions import rho0_base
-from fedflat.training.data.base import ArrayDataset
+from fedflat.training.data.array_dataset import ArrayDataset
 from fedflat.training.data.partition import Partition
 from fedflat.training.fl.engine import Simulation
-from fedflat.training.fl.hooks import BYTES_PER_FLOAT
+from fedflat.training.fl.round_hooks import BYTES_PER_FLOAT
 from fedflat.core.spec import RunSpec, check_training
 
 from .helpers_2025 import close, drive, same

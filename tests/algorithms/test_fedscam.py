@@ -16,10 +16,10 @@ import pytest
 import torch
 
 from fedflat.training.algorithms import build_algorithm
-from fedflat.training.algorithms.base import ClientContext, ClientResult, ConfigError, RoundResult, ServerState
+from fedflat.training.algorithms.parts import ClientContext, ClientResult, ConfigError, RoundResult, ServerState
 from fedflat.training.algorithms.presets import Algorithm, Preset
 from fedflat.training.algorithms.reductions import rho0_base
-from fedflat.training.fl.hooks import BYTES_PER_FLOAT
+from fedflat.training.fl.round_hooks import BYTES_PER_FLOAT
 
 from .helpers_2025 import close, drive, same
 from .helpers_sam import make_sim

@@ -19,10 +19,10 @@ import torch
 
 from fedflat.training.algorithms import PRESETS, build_algorithm
 from fedflat.training.algorithms.presets_2025 import PRESETS_2025
-from fedflat.training.data.base import ArrayDataset
+from fedflat.training.data.array_dataset import ArrayDataset
 from fedflat.training.data.partition import Partition
 from fedflat.training.fl.engine import Simulation
-from fedflat.training.fl.hooks import BYTES_PER_FLOAT
+from fedflat.training.fl.round_hooks import BYTES_PER_FLOAT
 from fedflat.core.spec import RunSpec, check_training
 
 from .helpers_2025 import close, drive, same
@@ -190,9 +190,9 @@ def test_paper_and_code_switches_change_the_run(tmp_path, float64):
 
 
 def test_parts_name_their_missing_partner():
-    from fedflat.training.algorithms.base import ConfigError
+    from fedflat.training.algorithms.parts import ConfigError
     from fedflat.training.algorithms.presets import Preset, Algorithm
-    from fedflat.training.algorithms.base import ServerState
+    from fedflat.training.algorithms.parts import ServerState
 
     def parts(corrections, server):
         p = Preset("x", "x", "none", corrections, server, "test")

@@ -4,7 +4,7 @@ the clients' SAM radius."""
 import pytest
 
 from fedflat.training.algorithms import PRESETS, SERVERS
-from fedflat.training.algorithms.base import Param
+from fedflat.training.algorithms.parts import Param
 from fedflat.training.algorithms.perturbations import RHO
 from fedflat.training.algorithms.presets import preset
 from fedflat.training.algorithms.servers import MeanServer

@@ -6,10 +6,10 @@ import torch
 import torch.nn.functional as F
 
 from fedflat.pipeline.analysis.divergence import proximal_kl, weight_divergence
-from fedflat.pipeline.analysis.hooks import PerturbationCosineHook, SharpnessHook
+from fedflat.pipeline.analysis.analysis_hooks import PerturbationCosineHook, SharpnessHook
 from fedflat.core.errors import ConfigError
 from fedflat.training.fl.engine import Simulation
-from fedflat.training.fl.hooks import RoundHook
+from fedflat.training.fl.round_hooks import RoundHook
 
 from .sim_helpers import partition, spec, synthetic
 

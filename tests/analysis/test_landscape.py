@@ -4,7 +4,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from fedflat.pipeline.analysis.data import mean_loss
+from fedflat.pipeline.analysis.loaded_run import mean_loss
 from fedflat.pipeline.analysis.directions import directions, filter_normalize, random_direction
 from fedflat.pipeline.analysis.landscape import evaluate_points, surface
 from fedflat.core.errors import ConfigError

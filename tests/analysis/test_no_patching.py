@@ -9,11 +9,11 @@ import fedflat.pipeline.analysis
 
 # (module, target) assignments that touch neither a part nor a simulation
 ALLOWED = {
-    ("cli.py", "a.device"),  # the parsed command-line arguments
-    ("figures.py", "table.index.name"),  # a pandas frame
+    ("analysis_commands.py", "a.device"),  # the parsed command-line arguments
+    ("analysis_kinds.py", "table.index.name"),  # a pandas frame
     ("hessian.py", "p.data"), ("hessian.py", "p.grad"),  # a private copy of the model's parameters
     ("hessian.py", "self.ph.device"),  # the PyHessian object the hook owns
-    ("hooks.py", "cls.name"),  # the registering decorator names the hook class
+    ("analysis_hooks.py", "cls.name"),  # the registering decorator names the hook class
 }
 
 

@@ -6,13 +6,13 @@ import pytest
 import torch
 
 from fedflat.pipeline.analysis import paths
-from fedflat.pipeline.analysis.cli import main as analysis_main
+from fedflat.pipeline.analysis.analysis_commands import main as analysis_main
 from fedflat.pipeline.analysis.params import from_config
 from fedflat.training.data import load_dataset, make_partition
 from fedflat.core.errors import ConfigError
 from fedflat.training.fl.engine import train
 from fedflat.pipeline.study import figure_inputs, figure_manifest, load_study, table_inputs, table_manifest
-from fedflat.core.kinds import FIGURE_KINDS, TABLE_KINDS
+from fedflat.core.kind_registry import FIGURE_KINDS, TABLE_KINDS
 
 CONFIG = {
     "training": {"num_clients": 4, "participation": 0.5, "rounds": 2, "local_steps": 2, "batch_size": 16,

@@ -1,5 +1,5 @@
 """training.snapshot_rounds (training/fl/snapshots.py) and the Hessian of a snapshot under FedSynSAM Table I's candidate
-protocols (pipeline/analysis/cli.py: hessian with params round and split; split local is protocol (d))."""
+protocols (pipeline/analysis/analysis_commands.py: hessian with params round and split; split local is protocol (d))."""
 import json
 from dataclasses import replace
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from fedflat.training.algorithms import PRESETS
-from fedflat.pipeline.analysis.cli import main as analysis_main
+from fedflat.pipeline.analysis.analysis_commands import main as analysis_main
 from fedflat.training.data import load_dataset, make_partition
 from fedflat.core.errors import ConfigError
 from fedflat.training.fl.batches import sample_clients
@@ -193,7 +193,7 @@ def test_a_model_past_its_divergence_has_a_null_hessian_and_an_earlier_snapshot_
 
 
 def test_a_diverged_seed_counts_as_diverged_in_a_table_of_hessian_values(tmp_path):
-    from fedflat.results.papers.stats import file_metric
+    from fedflat.results.papers.cell_stats import file_metric
 
     dirs = []
     for i, (status, lam) in enumerate((("completed", 4.0), ("completed", 6.0), ("diverged", None))):

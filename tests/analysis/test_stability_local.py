@@ -80,7 +80,7 @@ def test_max_pairwise_and_bad_parameter():
     t[2, 1] = torch.tensor([0.0, -1.0])
     assert max_pairwise(t) == [0.0, pytest.approx(math.hypot(3, 5))]
     assert all(math.isnan(v) for v in max_pairwise(t[:1]))
-    from fedflat.training.fl.hooks import ROUND_HOOKS
+    from fedflat.training.fl.round_hooks import ROUND_HOOKS
 
     with pytest.raises(ConfigError, match="analysis.hooks.local_discrepancy.min_clients: must be an integer >= 2"):
         ROUND_HOOKS.get("local_discrepancy")(min_clients=1)

@@ -9,7 +9,7 @@ import pytest
 
 from fedflat.evidence.atlas import anchor, paper_rows
 from fedflat.evidence.records import COLUMNS
-from fedflat.results.papers.kinds import table_cells
+from fedflat.results.papers.kinds_paper import table_cells
 from fedflat.pipeline.study import load_config_file, load_study
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ import pytest
 from fedflat.evidence.export import export_study
 from fedflat.results.papers.kinds_tuning import GridSearchTable
 from fedflat.pipeline.report.grids import grid_choice, grid_scores
-from fedflat.results.papers.stats import summary_metric
+from fedflat.results.papers.cell_stats import summary_metric
 from fedflat.core.recorded import covers, read_outcome, recorded
 from fedflat.pipeline.study import load_study
 
@@ -128,8 +128,8 @@ def test_a_table_of_analysis_values_reads_the_records_the_evidence_keeps(tmp_pat
     """A paper_table whose file: metric a record keeps (hessian_clients.json's lambda_max_mean, FedSynSAM Table I's
     stated reading) asks only for the runs the evidence lacks that value for, and renders the recorded value;
     a file the record does not keep (metrics.csv columns, other keys) still needs the run directory."""
-    from fedflat.results.papers.kinds import PaperTable
-    from fedflat.results.papers.stats import file_metric
+    from fedflat.results.papers.kinds_paper import PaperTable
+    from fedflat.results.papers.cell_stats import file_metric
 
     monkeypatch.chdir(tmp_path)
     metric = "file:hessian_clients.json:lambda_max_mean"

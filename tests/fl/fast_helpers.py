@@ -6,7 +6,7 @@ import torch
 
 from fedflat.training.algorithms import PRESETS
 from fedflat.training.data.augment import random_hflip
-from fedflat.training.data.base import ArrayDataset
+from fedflat.training.data.array_dataset import ArrayDataset
 from fedflat.training.data.partition import Partition
 from fedflat.training.fl.engine import Simulation
 from fedflat.core.spec import RunSpec, check_training

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from fedflat.training.algorithms import build_algorithm
-from fedflat.training.fl.hooks import RoundHook
+from fedflat.training.fl.round_hooks import RoundHook
 from foundation_helpers import make_sim
 
 pytestmark = pytest.mark.usefixtures("float64")  # the tiny float64 problem of foundation_helpers

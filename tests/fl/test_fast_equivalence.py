@@ -20,7 +20,7 @@ from fedflat.training.fl.evaluate import evaluate
 from fedflat.training.fl.fast import _COMPILED_FORWARD, AUTO_MIN_STEPS, compile_blocker, resolve_backend
 from fedflat.training.fl.fused import fused_blocker
 from fedflat.training.fl.flat import FlatModel
-from fedflat.training.fl.hooks import RoundHook
+from fedflat.training.fl.round_hooks import RoundHook
 from fedflat.core.spec import RunSpec, check_training
 from fl.fast_helpers import CLIENTS, Q4, SYN_HP, _problem, _sim, _with_synthetic_set
 

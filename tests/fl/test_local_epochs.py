@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from fedflat.training.algorithms import PRESETS
-from fedflat.training.algorithms.base import effective_steps
+from fedflat.training.algorithms.parts import effective_steps
 from fedflat.training.data.partition import Partition
 from fedflat.core.errors import ConfigError
 from fedflat.training.fl.engine import Simulation

@@ -12,11 +12,11 @@ import torch
 import torch.nn as nn
 
 from fedflat.training.algorithms import PRESETS
-from fedflat.training.algorithms.base import ClientContext
+from fedflat.training.algorithms.parts import ClientContext
 from fedflat.training.fl.engine import Simulation
 from fedflat.training.fl.flat import FlatModel
 from fedflat.training.fl.running_stats import step_stats, tracked_buffers
-from fedflat.training.models.registry import MODELS
+from fedflat.training.models.model_registry import MODELS
 from fedflat.core.spec import RunSpec, check_training
 from foundation_helpers import C, D, tiny_problem
 

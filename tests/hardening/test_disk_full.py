@@ -4,7 +4,7 @@ half-written file under a final name (util/io.atomic_write).
 Each family of writers is pointed at /dev/full, so the kernel itself answers ENOSPC (no tmpfs needed):
   torch files  (checkpoint, model, snapshots, client state: util.io.torch_save)  -> fedflat train
   text/JSON    (config.json, metrics.csv, summary.json, tables: util.io.write_text/write_json) -> fedflat train, table
-  NumPy npz    (partitions: data.partition; landscapes: analysis.cli)           -> fedflat partition, analysis landscape
+  NumPy npz    (partitions: data.partition; landscapes: analysis.analysis_commands)           -> fedflat partition, analysis landscape
   figures      (matplotlib savefig through util.io.atomic_write)                -> fedflat figure
   copies       (evidence export: util.io.copy_file)                             -> evidence.export.export_study
 """
@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-import fedflat.pipeline.analysis.cli as analysis_cli
+import fedflat.pipeline.analysis.analysis_commands as analysis_cli
 import fedflat.training.data.partition as partition_mod
 import fedflat.core.util.io as io_mod
-from fedflat.pipeline.analysis.cli import main as analysis_main
+from fedflat.pipeline.analysis.analysis_commands import main as analysis_main
 from fedflat.cli import main as cli
 from fedflat.core.errors import OutputError
 from fedflat.training.fl.engine import train
@@ -139,7 +139,7 @@ def test_every_writer_goes_through_atomic_write():
     src = Path(__file__).resolve().parents[2] / "src/fedflat"
     direct = re.compile(r"\.savefig\(|\.to_csv\(\s*[^)]|shutil\.copy|torch\.save\(|np\.save|open\([^)]*[\"'][wa]b?[\"']")
     allowed = {"core/util/io.py", "core/util/attempt_log.py",  # the writers; a log copy that never fails a run
-               "training/data/partition.py", "pipeline/analysis/cli.py",  # np.savez into atomic_write's temporary file
+               "training/data/partition.py", "pipeline/analysis/analysis_commands.py",  # np.savez into atomic_write's temporary file
                "pipeline/report/style.py"}  # fig.savefig into atomic_write's temporary file
     found = sorted(f.relative_to(src).as_posix() for f in src.rglob("*.py")
                    if direct.search(re.sub(r"\.to_csv\((index=False|\))", "", f.read_text())))

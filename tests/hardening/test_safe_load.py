@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from fedflat.pipeline.analysis.cli import main as analysis_main
+from fedflat.pipeline.analysis.analysis_commands import main as analysis_main
 from fedflat.cli import main as cli
 from fedflat.core.errors import ConfigError
 from fedflat.training.fl.engine import train

@@ -11,7 +11,7 @@ from fedflat.evidence.export import export_study
 from fedflat.results.leaderboard.flow import choice_path
 from fedflat.results.leaderboard.kinds import LeaderboardTable
 from fedflat.results.leaderboard.results import load_runs
-from fedflat.core.kinds import FIGURE_KINDS
+from fedflat.core.kind_registry import FIGURE_KINDS
 from fedflat.pipeline.study import load_study, table_manifest
 
 from .helpers import small_config, write_final_run

@@ -110,7 +110,7 @@ def test_all_paper_models_registered():
 
 def test_mlp_training_jobs_take_one_thread_and_others_the_study_s():
     """workflow/rules/train.smk asks job_threads for each run's threads; every named model exists."""
-    from fedflat.training.models.registry import MODELS, SINGLE_THREAD_MODELS, job_threads
+    from fedflat.training.models.model_registry import MODELS, SINGLE_THREAD_MODELS, job_threads
 
     assert SINGLE_THREAD_MODELS <= set(MODELS.names())
     assert job_threads("mlp2", 2) == 1 and job_threads("mlp", 4) == 1

@@ -7,7 +7,7 @@ import torch
 
 from fedflat.pipeline.build import build
 from fedflat.results.papers.published import parse_published
-from fedflat.results.papers.settings import experiment_targets
+from fedflat.results.papers.stated_settings import experiment_targets
 from fedflat.pipeline.study import figure_inputs, figure_manifest, load_study, table_inputs
 
 from .paper_helpers import paper_config

@@ -66,7 +66,7 @@ def test_fig8_annotation_reads_hessian_json(study, tmp_path):
     assert sum(f.endswith("hessian.json") for f in ins) == 3 and sum(f.endswith("landscape_2d.npz") for f in ins) == 3
     m = figure_manifest(study, "fig8_landscape")
     assert [p["algorithm"] for p in m["panels"]] == ["FedAvg", "FedASAM", "FedSOL"]
-    from fedflat.pipeline.analysis.figures import eigen_note
+    from fedflat.pipeline.analysis.analysis_kinds import eigen_note
     h = tmp_path / "hessian.json"
     h.write_text(json.dumps({"lambda_max": 40.0, "lambda_ratio_1_5": 4.0}))
     assert eigen_note(str(h)) == "λ₁=40, λ₁/λ₅=4" and eigen_note(None) == ""

@@ -1,7 +1,7 @@
 """Every run of every paper catalog uses exactly the settings its paper states.
 
 The statements live in config/papers/settings/<paper>.yaml (each value with the paper's sentence or,
-where the paper is silent, how ours was chosen); `fedflat.results.papers.settings.check` resolves every run
+where the paper is silent, how ours was chosen); `fedflat.results.papers.stated_settings.check` resolves every run
 at scale: paper and lists each difference as target, key, paper's value, ours."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from fedflat.core.errors import ConfigError
-from fedflat.results.papers.settings import check, load_statement, render_markdown
+from fedflat.results.papers.stated_settings import check, load_statement, render_markdown
 
 from .paper_helpers import PAPERS, ROOT
 

@@ -6,7 +6,7 @@ import pytest
 
 from fedflat.core.errors import ConfigError
 from fedflat.results.papers.published import parse_published
-from fedflat.results.papers.stats import mean_std, rounds_metric, rounds_to_target, summary_metric
+from fedflat.results.papers.cell_stats import mean_std, rounds_metric, rounds_to_target, summary_metric
 
 
 def _run(tmp_path, name, rounds, accs, status="completed"):
@@ -75,7 +75,7 @@ def test_parse_published_missing_and_bad():
 
 
 def test_a_file_metric_header_names_its_quantity_not_its_json_key():
-    from fedflat.results.papers.stats import metric_header
+    from fedflat.results.papers.cell_stats import metric_header
 
     assert metric_header("file:hessian_clients.json:lambda_max_mean") == "λ_max"
     assert metric_header("file:hessian_r300_train.json:trace") == "trace"

@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 METHOD = '''"""FedDamp: clients as FedSAM, the server moves by a damped mean update (an example method)."""
 from __future__ import annotations
 
-from .base import Param, ServerOpt
+from .parts import Param, ServerOpt
 from .presets import preset
 from .servers import SERVERS
 

@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 
 from fedflat.training.synsam.distill import distill, flat_forward, init_synthetic, matching_loss, segment_loss
-from fedflat.training.synsam.settings import DistillConfig, PROFILES, profile_for
+from fedflat.training.synsam.distill_settings import DistillConfig, PROFILES, profile_for
 
 D, C = 4, 3
 

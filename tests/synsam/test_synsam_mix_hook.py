@@ -5,7 +5,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from fedflat.training.fl.hooks import ROUND_HOOKS
+from fedflat.training.fl.round_hooks import ROUND_HOOKS
 
 from compression.helpers import C, D, tiny_sim
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from fedflat.training.algorithms import PRESETS, build_algorithm
-from fedflat.training.algorithms.base import ClientContext
+from fedflat.training.algorithms.parts import ClientContext
 from fedflat.core.errors import ConfigError
 from fedflat.training.synsam.perturbation import SynSAMPerturbation
 

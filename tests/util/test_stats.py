@@ -1,11 +1,11 @@
-"""fedflat.core.util.stats: the project's one NaN-safe bootstrap, rank correlations, seed spread and tie bands,
+"""fedflat.core.util.rank_stats: the project's one NaN-safe bootstrap, rank correlations, seed spread and tie bands,
 each against a hand computation."""
 import math
 
 import numpy as np
 import pytest
 
-from fedflat.core.util.stats import bootstrap_ci, correlation, kendall, pooled_std, seed_std, spearman, tie_bands
+from fedflat.core.util.rank_stats import bootstrap_ci, correlation, kendall, pooled_std, seed_std, spearman, tie_bands
 
 
 def test_kendall_and_spearman_by_hand():

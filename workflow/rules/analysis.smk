@@ -1,4 +1,4 @@
-# Per-run analysis files: thin rules over `python -m fedflat.analysis` (src/fedflat/pipeline/analysis/cli.py).
+# Per-run analysis files: thin rules over `python -m fedflat.analysis` (src/fedflat/pipeline/analysis/analysis_commands.py).
 # Parameters come from the config's top-level `analysis: {hessian: ..., landscape: ..., stability: ...}`
 # (defaults and domains in src/fedflat/pipeline/analysis/params.py); they are checked here, at parse time.
 from fedflat.pipeline.analysis.params import from_config as _analysis_params, job_params as _job_params

@@ -7,7 +7,7 @@ import fedflat.plugins  # noqa: F401  (the composition root: registers every pre
 from fedflat.training.data.partition import check_existing as check_partitions
 from fedflat.core.errors import ConfigError
 from fedflat.pipeline.inputs import validate_config
-from fedflat.training.models.registry import job_threads
+from fedflat.training.models.model_registry import job_threads
 from fedflat.pipeline.study import figure_inputs, figure_manifest, table_inputs, table_manifest
 
 SCHEMA = workflow.source_path("../schemas/config.schema.yaml")

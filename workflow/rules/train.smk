@@ -18,7 +18,7 @@ rule train:
         "results/runs/{run}/train.log",
     benchmark:
         "results/runs/{run}/benchmark.tsv"  # wall s, max RSS MB, CPU s: rendered by rule benchmarks (report.smk)
-    threads: lambda wc: job_threads(_spec(wc.run).model, THREADS)  # MLPs: 1 (training/models/registry.py)
+    threads: lambda wc: job_threads(_spec(wc.run).model, THREADS)  # MLPs: 1 (training/models/model_registry.py)
     resources:
         gpu=1 if USES_GPU else 0,
         mem_mb=RES.get("train_mem_mb", 4000),

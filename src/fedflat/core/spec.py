@@ -111,7 +111,7 @@ class RunSpec:
     hparams: dict = field(default_factory=dict)  # resolved algorithm hyperparameters
     model_kwargs: dict = field(default_factory=dict)
     training: dict = field(default_factory=dict)  # resolved TRAINING_DEFAULTS
-    analysis: dict = field(default_factory=dict)  # round hooks: {name: {params}} (fl.hooks.ROUND_HOOKS)
+    analysis: dict = field(default_factory=dict)  # round hooks: {name: {params}} (fl.round_hooks.ROUND_HOOKS)
     uplink: dict = field(default_factory=dict)  # compressor: {kind: name, ...params} (compression.interface.COMPRESSORS)
 
     def __getattr__(self, name):  # spec.lr etc. read the training settings

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..core.errors import ConfigError
-from ..results.papers.stats import metric_header
+from ..results.papers.cell_stats import metric_header
 from .compare import TOLERANCE, cell_value, ours_text, within
 from .export import EVIDENCE, FIGURES
 from .store import load
@@ -71,7 +71,7 @@ def paper_rows(paper: str, config_dir: Path, evidence_root: Path, figures_root: 
     """One dict per target: its own counts (published, reproduced = re-run at paper scale, unreachable, compared,
     within, gaps), and `cells`: [(identity, state)] of each published cell it holds, in order, where state is
     "unreachable: <why>", "pending", "rerun" (re-run, not comparable), "within" or "gap" (distinct counts: `distinct`)."""
-    from ..results.papers.kinds import table_cells
+    from ..results.papers.kinds_paper import table_cells
     from ..results.papers.published import parse_published
 
     study = study or paper_study(paper, config_dir)

@@ -8,7 +8,7 @@ Cell = tuple[str, str, str]  # (row, column, run id)
 
 def table_cells(study, name: str) -> list[Cell]:
     """Every (row, column, run id) of table `name`; [] for a kind that declares no cells."""
-    from ..core.kinds import TABLE_KINDS
+    from ..core.kind_registry import TABLE_KINDS
 
     spec = study.tables[name]
     cells = getattr(TABLE_KINDS.get(spec["kind"]), "cells", None)

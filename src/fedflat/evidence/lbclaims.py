@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import ConfigError
-from ..core.util.stats import pooled_std, within_spread
+from ..core.util.rank_stats import pooled_std, within_spread
 from .lbstats import continuation_choices, stage_runs
 
 # proposed preset: (paper catalog under config/papers/, table key) -- the table whose rows are the paper's main

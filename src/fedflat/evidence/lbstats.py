@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from ..core.util.stats import correlation, kendall, seed_std
+from ..core.util.rank_stats import correlation, kendall, seed_std
 
 STAGES = {"tune_": "screen", "cont_": "continuation", "final_": "final", "ablation_": "ablation"}
 

@@ -48,7 +48,7 @@ def moves(runs: pd.DataFrame, v1: pd.DataFrame, v1_methods: list[str], lb: dict)
 def rank_agreement(m: pd.DataFrame) -> list[dict]:
     """Per partition: Kendall's tau between v1's and v2's ranks of the published methods, with its bootstrap
     interval over methods (util.stats.correlation)."""
-    from ..core.util.stats import correlation, kendall
+    from ..core.util.rank_stats import correlation, kendall
 
     return [{"partition": p, **correlation(g["v1_rank"].to_numpy(), g["v2_rank"].to_numpy(), kendall)}
             for p, g in m.groupby("partition", sort=False)]

@@ -26,7 +26,7 @@ COLUMNS = (
 NUMERICS_COLUMNS = COLUMNS[COLUMNS.index("numerics"):COLUMNS.index("legacy")]
 
 def provenance(dataset: str, eval_split: str) -> str:
-    from ..training.data.provenance import provenance as test_split
+    from ..training.data.split_provenance import provenance as test_split
 
     return test_split(dataset) + ("; scored on the validation split carved from the training clients"
                                   if eval_split == "validation" else "")

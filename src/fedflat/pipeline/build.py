@@ -60,11 +60,11 @@ def ensure_partition(study, pid: str, data_root: str) -> Path:
 
 
 def ensure_analysis(study, path: str, data_root: str) -> None:
-    """The per-run analysis rules' outputs (hessian, landscape, stability; pipeline/analysis/cli.py), in-process."""
+    """The per-run analysis rules' outputs (hessian, landscape, stability; pipeline/analysis/analysis_commands.py), in-process."""
     import json
 
     from .analysis import paths
-    from .analysis.cli import main as analysis_main
+    from .analysis.analysis_commands import main as analysis_main
     from .analysis.params import from_config
 
     out = Path(path)
@@ -91,7 +91,7 @@ def ensure_analysis(study, path: str, data_root: str) -> None:
 
 def build(study, name: str, workdir, data_root: str = "data", section: str = "tables") -> list[Path]:
     """Train what `name` needs and render it; returns the written files."""
-    from ..core.kinds import FIGURE_KINDS, TABLE_KINDS
+    from ..core.kind_registry import FIGURE_KINDS, TABLE_KINDS
     from .study import STUDY_PREPARERS, figure_inputs, figure_manifest, table_inputs, table_manifest
 
     workdir = Path(workdir)

@@ -16,8 +16,8 @@ from ..training.compression.interface import COMPRESSORS
 from ..training.data import DATASETS
 from ..training.data.partition import canonical_partition
 from ..core.errors import ConfigError, choice_error
-from ..training.fl.hooks import ROUND_HOOKS
-from ..core.kinds import FIGURE_KINDS, TABLE_KINDS
+from ..training.fl.round_hooks import ROUND_HOOKS
+from ..core.kind_registry import FIGURE_KINDS, TABLE_KINDS
 from ..training.models import MODELS
 from ..core.registry import Registry
 from ..core.recorded import SUMMARY, covers, read_outcome

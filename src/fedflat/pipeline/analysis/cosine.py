@@ -23,7 +23,7 @@ import torch
 
 from ...training.algorithms import Part
 from ...training.fl.batches import torch_generator
-from .data import index_batches, mean_grad
+from .loaded_run import index_batches, mean_grad
 
 
 def captured_perturbation(sim, cid: int, t: int, full_batch: bool = False) -> tuple[torch.Tensor, torch.Tensor]:

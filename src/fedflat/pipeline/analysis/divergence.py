@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from ...training.fl.flat import FlatModel
-from .data import Batches, eval_mode
+from .loaded_run import Batches, eval_mode
 
 
 def weight_divergence(ends: torch.Tensor, start: torch.Tensor, new_global: torch.Tensor) -> dict:

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from ...core.errors import ConfigError
-from .hooks import AnalysisHook, _choice, _int, _num, register
+from .analysis_hooks import AnalysisHook, _choice, _int, _num, register
 
 LAMBDA_PREFIX = "lambda:"
 
@@ -80,7 +80,7 @@ class SOLCosineHook(AnalysisHook):
 
 def lambda_vector(model, w: torch.Tensor, theta: torch.Tensor, normalizer: str = "tensor") -> torch.Tensor:
     """FedSOL's Λ over every trainable tensor (Eq. 7 per tensor, or the code's dim-0 normalisation)."""
-    from ...training.algorithms.base import safe_unit
+    from ...training.algorithms.parts import safe_unit
     from ...training.algorithms.losses import layout
 
     lam = torch.zeros_like(w)

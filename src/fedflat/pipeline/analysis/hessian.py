@@ -33,7 +33,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ...core.errors import ConfigError
-from .data import Batches
+from .loaded_run import Batches
 
 
 def standalone_copy(module: nn.Module) -> nn.Module:

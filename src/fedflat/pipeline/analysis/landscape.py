@@ -14,7 +14,7 @@ from torch.func import functional_call, vmap
 
 from ...core.errors import ConfigError
 from ...training.fl.flat import FlatModel
-from .data import Batches, eval_mode
+from .loaded_run import Batches, eval_mode
 
 
 def _stats_plain(fm: FlatModel, point: torch.Tensor, batches: Batches) -> tuple[np.ndarray, np.ndarray]:

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from ...training.fl.batches import sample_clients
-from ...training.fl.hooks import RoundHook
+from ...training.fl.round_hooks import RoundHook
 
 
 class _ReadOnlyStore:

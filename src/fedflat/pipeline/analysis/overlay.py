@@ -33,7 +33,7 @@ import numpy as np
 
 from ...core.errors import ConfigError, choice_error
 from ..report.select import normalise_select, select_runs, target_caption
-from ...core.kinds import FIGURE_KINDS
+from ...core.kind_registry import FIGURE_KINDS
 from . import paths
 
 PANEL_KEYS = ("title", "experiment", "select", "overlay_experiment", "overlay_select")

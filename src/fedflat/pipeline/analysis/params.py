@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from ...core.errors import ConfigError
-from .data import check_number, check_positive_int
+from .loaded_run import check_number, check_positive_int
 from .directions import ONE_D_POLICIES
 
 

@@ -42,7 +42,7 @@ import torch.nn.functional as F
 
 from ...core.errors import ConfigError
 from ...core.util.io import write_json
-from .hooks import AnalysisHook, _choice, _int, _num, register
+from .analysis_hooks import AnalysisHook, _choice, _int, _num, register
 
 _TEST_TAG = 0x7E57
 _STORE_TAG = 0x5702

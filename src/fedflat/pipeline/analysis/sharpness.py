@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from ...training.fl.flat import FlatModel
-from .data import Batches, mean_grad, mean_loss
+from .loaded_run import Batches, mean_grad, mean_loss
 
 
 def global_sharpness(fm: FlatModel, theta: torch.Tensor, batches: Batches, rho: float) -> dict:

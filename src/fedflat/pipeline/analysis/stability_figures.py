@@ -26,7 +26,7 @@ import pandas as pd
 
 from ...core.errors import ConfigError, choice_error
 from ...training.fl.metrics import read_metrics
-from ...core.kinds import FIGURE_KINDS
+from ...core.kind_registry import FIGURE_KINDS
 from . import paths
 
 LOCAL_PREFIX = "local_disc_k"

@@ -18,7 +18,7 @@ import numpy as np
 
 from ...training.fl.batches import BatchStream, torch_generator
 from .cosine import cosine, global_gradient
-from .hooks import AnalysisHook, _choice, _int, register
+from .analysis_hooks import AnalysisHook, _choice, _int, register
 
 
 @register("synsam_mix")

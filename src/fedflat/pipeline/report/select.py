@@ -1,7 +1,7 @@
 """Which runs a table or figure entry selects: the `select:` mapping of the paper and analysis kinds, its
 substitutions at reduced scales, and the caption line naming the paper and the scale.
 
-Shared by the paper kinds (results/papers/kinds.py) and the analysis figure kinds (pipeline/analysis/overlay.py,
+Shared by the paper kinds (results/papers/kinds_paper.py) and the analysis figure kinds (pipeline/analysis/overlay.py,
 pipeline/analysis/stability_figures.py), so it sits in the report layer below both.
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...core.errors import ConfigError
-from ...core.kinds import FIGURE_KINDS, TABLE_KINDS
+from ...core.kind_registry import FIGURE_KINDS, TABLE_KINDS
 from ...core.util.curves import CURVE_COSTS
 
 

@@ -29,7 +29,7 @@ def lockstep(spec_a, spec_b, data, partition, rounds: int, out_dir, backend: str
 def compare(study, run_a: str, run_b: str, rounds: int | None = None, backend: str | None = None,
             data_root: str = "data") -> list[float]:
     """lockstep() of two runs of `study`, each checked first: a run of the study, one partition file, on disk."""
-    from ...training.data.base import load_dataset
+    from ...training.data.array_dataset import load_dataset
     from ...training.data.partition import Partition
     from ...core.errors import ConfigError
 

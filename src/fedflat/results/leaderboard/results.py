@@ -12,7 +12,7 @@ import pandas as pd
 from ...training.fl.metrics import read_metrics
 from ...core.recorded import SUMMARY, read_outcome
 from ...core.util.curves import CURVE_COSTS, curve_costs
-from ...core.util.stats import tie_bands
+from ...core.util.rank_stats import tie_bands
 from .stats import ranks
 
 

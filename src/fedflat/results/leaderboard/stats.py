@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ...core.util.stats import bootstrap_ci, kendall, spearman  # noqa: F401  (one NaN-safe bootstrap for the project)
+from ...core.util.rank_stats import bootstrap_ci, kendall, spearman  # noqa: F401  (one NaN-safe bootstrap for the project)
 
 
 def ranks(scores: dict[str, float]) -> dict[str, float]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...training.data.provenance import provenance
+from ...training.data.split_provenance import provenance
 from ...pipeline.report.grids import setting_text
 from ...core.recorded import read_outcome
 from ...core.util.curves import REACH

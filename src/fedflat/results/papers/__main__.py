@@ -8,7 +8,7 @@ counts each experiment's runs and sample-gradients (the plan of the whole protoc
 
 --coverage prints the class coverage of every partition the catalogs build (results/papers/coverage.py);
 --settings prints each paper's settings statement with its sources, then every difference between
-it and the catalog at scale: paper (results/papers/settings.py; exit 1 if any).
+it and the catalog at scale: paper (results/papers/stated_settings.py; exit 1 if any).
 
 --plan prints, per target, the GPU hours at paper scale (assumed single-GPU throughput) beside the
 CPU hours at reduced scale (model throughput measured on this machine): the README's table."""
@@ -93,7 +93,7 @@ def _coverage_or_settings(a) -> int:
     from ...core.errors import ConfigError
     from ...pipeline.study import load_config_file, load_study
     from .coverage import coverage, render
-    from .settings import check, render_markdown
+    from .stated_settings import check, render_markdown
 
     bad = 0
     try:

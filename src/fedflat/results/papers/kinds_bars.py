@@ -18,7 +18,7 @@ import pandas as pd
 
 from ...core.errors import ConfigError
 from ...training.fl.metrics import read_metrics
-from ...core.kinds import FIGURE_KINDS
+from ...core.kind_registry import FIGURE_KINDS
 
 
 def layer_values(run_dirs: list[str], prefix: str) -> dict[str, list[float]]:
@@ -46,7 +46,7 @@ class LayerBars:
 
     @staticmethod
     def inputs(study, name, spec):
-        from .kinds import _figure_inputs
+        from .kinds_paper import _figure_inputs
 
         return _figure_inputs(study, name, spec, "series", ("metrics.csv",))
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ...pipeline.analysis.paths import SNAPSHOT_SPLITS, hessian_at
 from ...core.errors import ConfigError, choice_error
-from ...core.kinds import TABLE_KINDS
+from ...core.kind_registry import TABLE_KINDS
 from ...core.util.io import write_text
 from ...core.util.markdown import md_table
 

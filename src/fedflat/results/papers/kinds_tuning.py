@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 
 from ...core.errors import ConfigError, choice_error
-from ...core.kinds import TABLE_KINDS
+from ...core.kind_registry import TABLE_KINDS
 from ...pipeline.report.grids import METRICS, choose, grid_edges, grid_means, grid_scores, setting_text
 from ...core.util.io import write_text
 from ...core.util.markdown import md_table

@@ -10,8 +10,8 @@ from ...pipeline.report.panels import panel_grid, shared_legend, suptitle
 from ...core.util.io import write_text
 from ...core.util.markdown import md_table
 from .published import fmt, parse_published
-from .stats import (CellValue, SUMMARY_METRICS, column_metric, file_metric, metric_header, per_round_metric, rounds_metric,
-                    summary_metric)
+from .cell_stats import (CellValue, SUMMARY_METRICS, column_metric, file_metric, metric_header, per_round_metric,
+                         rounds_metric, summary_metric)
 
 
 def cell_value(metric: str, cell: list[dict]) -> CellValue:

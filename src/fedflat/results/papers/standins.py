@@ -8,8 +8,8 @@ stand-ins say nothing about the paper's numbers; the rendered tables state it.
 """
 from __future__ import annotations
 
-from ...training.data.base import DATASETS
-from ...training.models.registry import MODELS
+from ...training.data.array_dataset import DATASETS
+from ...training.models.model_registry import MODELS
 
 PAPER_DATASETS = ("cifar10", "cifar10-cutout", "cifar10-half", "cifar100", "cifar100-half", "mnist", "mnist-aug", "mnist-cutout",
                   "fmnist", "emnist-l10", "svhn", "cinic10", "tiny_imagenet", "pathmnist", "tissuemnist",

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from ...core.errors import ConfigError
-from ...core.kinds import FIGURE_KINDS
+from ...core.kind_registry import FIGURE_KINDS
 
 DEFAULTS = {"delta": 0.1, "rho": 0.5, "mu": 1.0, "lr": 0.01, "epochs": 4000, "local_opt": [1.0, 1.0]}
 

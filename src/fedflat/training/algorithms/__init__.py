@@ -1,5 +1,6 @@
 """Algorithms as compositions of perturbation, correction and server parts."""
-from .base import ClientContext, ClientResult, Correction, Param, Part, Perturbation, RoundResult, ServerOpt, ServerState
+from .parts import (ClientContext, ClientResult, Correction, Param, Part, Perturbation, RoundResult, ServerOpt,
+                    ServerState)
 from .corrections import CORRECTIONS
 from .perturbations import PERTURBATIONS
 from .presets import PRESETS, Algorithm, Preset, build_algorithm

@@ -16,7 +16,7 @@ import torch
 
 from ...core.errors import ConfigError
 from ...core.registry import Registry
-from .base import ClientContext, Correction, Param, RoundResult, ServerState
+from .parts import ClientContext, Correction, Param, RoundResult, ServerState
 
 CORRECTIONS: Registry[type[Correction]] = Registry("correction")
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 
-from .base import ConfigError, Param, Perturbation, safe_unit
+from .parts import ConfigError, Param, Perturbation, safe_unit
 from .perturbations import PERTURBATIONS, RHO, SAM_EPS
 from .presets import preset
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .base import Param
+from .parts import Param
 from .corrections import CORRECTIONS
 from .losses import LossTerm, head_name, model_of
 from .presets import preset

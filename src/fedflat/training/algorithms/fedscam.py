@@ -22,7 +22,7 @@ import math
 
 import torch
 
-from .base import ConfigError, Param, Perturbation, RoundResult, ServerOpt, ServerState, safe_unit
+from .parts import ConfigError, Param, Perturbation, RoundResult, ServerOpt, ServerState, safe_unit
 from .perturbations import PERTURBATIONS, SAM_EPS
 from .presets import preset
 from .servers import SERVERS

@@ -33,7 +33,7 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
-from .base import ConfigError, Correction, Param, Part, Perturbation
+from .parts import ConfigError, Correction, Param, Part, Perturbation
 from .corrections import CORRECTIONS
 from .losses import FedSOLPerturbation, LossTerm, as_params, forward_with, layout, logits_at, model_of
 from .perturbations import PERTURBATIONS

@@ -12,7 +12,7 @@ step is Alg. 1's literal per-step displacement: −Σ p_i Δ_i/K_i (no momentum 
 """
 from __future__ import annotations
 
-from .base import Correction, Param, RoundResult, ServerState
+from .parts import Correction, Param, RoundResult, ServerState
 from .corrections import CORRECTIONS
 
 KEY = "toga_delta"

@@ -11,7 +11,7 @@ ADMM step (lines 12-15), the client dual (line 19) and the server dual (line 22)
 the downlink is w̃ alone."""
 from __future__ import annotations
 
-from .base import Param, RoundResult, ServerOpt, ServerState, safe_unit
+from .parts import Param, RoundResult, ServerOpt, ServerState, safe_unit
 from .corrections import ALPHA
 from .servers import SERVERS, _require_state
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch.nn.functional as F
 
-from .base import ConfigError, Param, RoundResult, ServerState
+from .parts import ConfigError, Param, RoundResult, ServerState
 from .corrections import CORRECTIONS, _need
 from .losses import LossTerm, logits_at
 from .servers import SERVERS, DriftCorrectedMean

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call
 
-from .base import ClientContext, ConfigError, Correction, Param, Perturbation, safe_unit
+from .parts import ClientContext, ConfigError, Correction, Param, Perturbation, safe_unit
 from .corrections import CORRECTIONS
 from .perturbations import PERTURBATIONS
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from .base import Param, safe_unit
+from .parts import Param, safe_unit
 from .perturbations import PERTURBATIONS, FixedPerturbation
 from .presets import preset
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from ...core.registry import Registry
-from .base import AscentTerms, ClientContext, ConfigError, FusedForm, Param, Perturbation, safe_unit, sam_form
+from .parts import AscentTerms, ClientContext, ConfigError, FusedForm, Param, Perturbation, safe_unit, sam_form
 from .global_delta import DELTA_NORM, KEY as DELTA_KEY, init_delta, note_round, update_delta
 
 PERTURBATIONS: Registry[type[Perturbation]] = Registry("perturbation")

@@ -7,7 +7,7 @@ from typing import Any
 
 from ...core.errors import ConfigError
 from ...core.registry import Registry
-from .base import Correction, Part, Perturbation, ServerOpt
+from .parts import Correction, Part, Perturbation, ServerOpt
 from .corrections import CORRECTIONS
 from .perturbations import PERTURBATIONS
 from .servers import SERVERS

@@ -26,7 +26,7 @@ fedflat/pipeline/analysis/personalize.py (the `personalize` round hook).
 """
 from __future__ import annotations
 
-from .base import Correction, Param, Perturbation
+from .parts import Correction, Param, Perturbation
 from .corrections import CORRECTIONS
 from .losses import head_name, layout, model_of
 from .perturbations import PERTURBATIONS

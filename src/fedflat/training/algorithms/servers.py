@@ -5,7 +5,7 @@ import torch
 
 from ...core.errors import ConfigError
 from ...core.registry import Registry
-from .base import Param, RoundResult, ServerOpt, ServerState
+from .parts import Param, RoundResult, ServerOpt, ServerState
 from .corrections import ALPHA, FEDDC_AGG
 
 SERVERS: Registry[type[ServerOpt]] = Registry("server")

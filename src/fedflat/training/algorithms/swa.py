@@ -18,7 +18,7 @@ moswa_warm=code is the official code's `apply_weights_SCAF`: m = mean_S u_i in t
 (coefficient 1), then γ (0.4 there). docs/algorithms_2025.md lists every paper-vs-code difference."""
 from __future__ import annotations
 
-from .base import ClientContext, Correction, Param
+from .parts import ClientContext, Correction, Param
 from .corrections import CORRECTIONS, _need
 
 SUM_KEY = "swa_scale_sum"  # ctx.scratch: Σ_k s_k of this client's round (Σ_k η_k = lr·Σ_k s_k)

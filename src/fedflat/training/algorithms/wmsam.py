@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from .base import ClientContext, ConfigError, Correction, Param, Perturbation, safe_unit
+from .parts import ClientContext, ConfigError, Correction, Param, Perturbation, safe_unit
 from .corrections import CORRECTIONS, _mean_step_direction, _need, _note_schedule
 from .perturbations import PERTURBATIONS, RHO, SAM_EPS
 

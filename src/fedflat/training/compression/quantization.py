@@ -20,10 +20,10 @@ import math
 
 import torch
 
-from ..algorithms.base import Param
+from ..algorithms.parts import Param
 from ...core.errors import ConfigError
 from .interface import COMPRESSORS
-from .base import FLOAT_BITS, UplinkCompressor, bits_for
+from .uplink_compressor import FLOAT_BITS, UplinkCompressor, bits_for
 
 LEVEL_RULES = {
     "2^b+1": lambda b: 2 ** b + 1,

@@ -14,9 +14,9 @@ import math
 
 import torch
 
-from ..algorithms.base import Param
+from ..algorithms.parts import Param
 from .interface import COMPRESSORS
-from .base import FLOAT_BITS, UplinkCompressor, bits_for
+from .uplink_compressor import FLOAT_BITS, UplinkCompressor, bits_for
 
 
 def kept_count(k: float, n: int) -> int:

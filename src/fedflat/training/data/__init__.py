@@ -1,5 +1,5 @@
 """Datasets (decoded once into tensors), partitioners, tensor-side augmentation."""
-from .base import ArrayDataset, DATASETS, load_dataset
+from .array_dataset import ArrayDataset, DATASETS, load_dataset
 from .partition import PARTITIONERS, Partition, make_partition, parse_partition
 
 __all__ = [

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .base import DATASETS, ArrayDataset, channel_stats
+from .array_dataset import DATASETS, ArrayDataset, channel_stats
 
 TEST_FRACTION = 0.2
 SPLIT_SEED = 0

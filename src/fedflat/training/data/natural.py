@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.errors import ConfigError
-from .base import ArrayDataset
+from .array_dataset import ArrayDataset
 from .partition import Partition
 
 

@@ -12,7 +12,7 @@ from typing import Callable, Optional
 import torch
 
 from .augment import Augmenter, black_fill
-from .base import DATASETS, ArrayDataset, channel_stats
+from .array_dataset import DATASETS, ArrayDataset, channel_stats
 from .cache import cached
 
 Decoder = Callable[[Path, bool], tuple[list[Path], Callable[[], dict]]]

@@ -46,7 +46,7 @@ import numpy as np
 import torch
 
 from ...core.errors import ConfigError
-from .base import DATASETS, ArrayDataset
+from .array_dataset import DATASETS, ArrayDataset
 from .cache import cached
 from .shakespeare_plays import parse_plays
 

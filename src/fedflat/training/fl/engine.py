@@ -32,14 +32,14 @@ from .fast import make_grad_at, resolve_backend
 from .fused import fused_blocker, step_blocker
 from .runners import LocalPaths
 from .flat import FlatModel
-from .hooks import COMPRESSORS, ROUND_HOOKS, Compressor, RoundHook, reads_gradient
+from .round_hooks import COMPRESSORS, ROUND_HOOKS, Compressor, RoundHook, reads_gradient
 from .local_step import new_state
 from .metrics import MetricsLog, Progress
 from .running_stats import step_stats
 from .snapshots import Snapshots
 from .together import together_blocker
 
-from .hooks import BYTES_PER_FLOAT
+from .round_hooks import BYTES_PER_FLOAT
 
 
 def seed_everything(seed: int) -> None:

@@ -6,7 +6,7 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
-from ..data.base import ArrayDataset
+from ..data.array_dataset import ArrayDataset
 from .flat import FlatModel
 
 

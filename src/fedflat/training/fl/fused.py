@@ -7,7 +7,7 @@ from typing import Callable, Optional
 
 import torch
 
-from ..algorithms.base import AscentTerms, Correction
+from ..algorithms.parts import AscentTerms, Correction
 from .fast import compile_own, install_compiled_inference, make_flat_grad
 from .kernels import use_compiled_pools
 from .local_step import RoundTerms, StepBatch, StepInputs, StepState, new_state
@@ -31,7 +31,7 @@ def fused_blocker(sim) -> Optional[str]:
     """Why a client's local step cannot run as one compiled graph (FusedStep), or None.
 
     The fused step reproduces the engine's loop where the perturbation part declares its `fused_form`
-    (training/algorithms/base.py FusedForm: the plain gradient, FedAvg-type; the gradient at a point shifted by
+    (training/algorithms/parts.py FusedForm: the plain gradient, FedAvg-type; the gradient at a point shifted by
     a δ fixed for the round, FedLESAM/FedNSAM-type; the SAM ascent, FedSAM, with ASAM's scaling, fixed
     terms (FedTOGA, FedSMOO) or a mixed-in second gradient, FedSynSAM) and every correction its
     `fused_linear` form (g ↦ a·g + b·w + c: FedProx, SCAFFOLD, FedDyn, FedCM, FedSAGD's momentum).
@@ -45,7 +45,7 @@ def fused_blocker(sim) -> Optional[str]:
 
 def gradient_hook_blocker(hooks) -> Optional[str]:
     """Why round hooks keep the local step eager (they see every local gradient), or None."""
-    from .hooks import reads_gradient
+    from .round_hooks import reads_gradient
 
     readers = [type(h).__name__ for h in hooks if reads_gradient(h)]
     return f"the round hook {', '.join(readers)} reads the local gradient" if readers else None

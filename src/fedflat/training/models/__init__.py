@@ -1,4 +1,4 @@
 """Model registry: name -> factory(input_shape, num_classes, **kw) -> nn.Module."""
-from .registry import MODELS, build_model, count_parameters
+from .model_registry import MODELS, build_model, count_parameters
 
 __all__ = ["MODELS", "build_model", "count_parameters"]

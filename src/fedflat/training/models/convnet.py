@@ -7,7 +7,7 @@ import math
 
 import torch.nn as nn
 
-from .registry import MODELS
+from .model_registry import MODELS
 
 NORMS = ("instance", "none")
 

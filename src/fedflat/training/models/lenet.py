@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from .registry import MODELS
+from .model_registry import MODELS
 
 
 def _conv_out(size: int, k: int, pad: int) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from .registry import MODELS
+from .model_registry import MODELS
 
 
 class CharLSTM(nn.Module):

@@ -21,7 +21,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ...core.errors import ConfigError, choice_error
-from .registry import MODELS
+from .model_registry import MODELS
 
 # registry name -> (torchvision builder, head prefix in torchvision's keys, timm name used by FedNSAM)
 ARCHS = {

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch.nn as nn
 
 from ...core.errors import choice_error
-from .registry import MODELS
+from .model_registry import MODELS
 
 NORMS = ("gn", "bn", "bn_gnstem", "bn_nostats")
 STEMS = ("cifar", "imagenet")

@@ -10,7 +10,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ...core.errors import choice_error
-from .registry import MODELS
+from .model_registry import MODELS
 
 CFG11 = [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"]
 VARIANTS = ("fednsam", "fedsol")

@@ -11,7 +11,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .registry import MODELS
+from .model_registry import MODELS
 
 
 def patchify(x: torch.Tensor, p: int) -> torch.Tensor:

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .settings import DistillConfig
+from .distill_settings import DistillConfig
 
 Forward = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 _SEG_TAG = 0x5E6

@@ -13,10 +13,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..algorithms.base import Param
+from ..algorithms.parts import Param
 from ..algorithms.servers import SERVERS, MeanServer
 from ...core.errors import ConfigError
-from .settings import SYN_PARAMS
+from .distill_settings import SYN_PARAMS
 from .source import SyntheticSource
 
 _FT_TAG = 0xD7FA

@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..algorithms.base import Param, Perturbation, safe_unit, sam_form
+from ..algorithms.parts import Param, Perturbation, safe_unit, sam_form
 from ..algorithms.perturbations import PERTURBATIONS, SAM_EPS
 from ...core.errors import ConfigError
-from .settings import SYN_PARAMS
+from .distill_settings import SYN_PARAMS
 from .source import SyntheticSource
 
 _ZETA_TAG = 0x2E7A

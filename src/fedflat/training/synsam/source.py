@@ -17,12 +17,12 @@ import math
 
 import torch
 
-from ..algorithms.base import effective_steps
+from ..algorithms.parts import effective_steps
 from ...core.errors import ConfigError
-from ..fl.hooks import BYTES_PER_FLOAT, RoundHook
+from ..fl.round_hooks import BYTES_PER_FLOAT, RoundHook
 from ...core.util.io import write_json
 from .distill import distill, flat_forward, init_synthetic, matching_loss
-from .settings import check_ints, resolve
+from .distill_settings import check_ints, resolve
 
 INFO = "synsam"  # key in ServerState.extra
 
@@ -110,7 +110,7 @@ class SyntheticSource:
 def mean_effective_steps(sim) -> float:
     """K of α₀ = K·η_l (one synthetic step ≈ one round's move): the clients' mean K_eff,i, i.e. K with
     training.local_steps and plain SGD; each client's own E·⌈n_i/B⌉ with local_epochs, and the
-    momentum-effective count with local momentum (algorithms.base.effective_steps)."""
+    momentum-effective count with local momentum (algorithms.parts.effective_steps)."""
     n = sim.spec.num_clients
     return sum(effective_steps(sim.client_steps(c), sim.spec.local_momentum) for c in range(n)) / n
 

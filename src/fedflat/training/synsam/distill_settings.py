@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from ..algorithms.base import Param
+from ..algorithms.parts import Param
 from ...core.errors import ConfigError
 
 # Sec. VI-A. Images per class, optimizer of X, η_x, unrolled steps s per segment, iterations M.

@@ -1,4 +1,4 @@
-"""Per-round analysis hooks, registered into fl.hooks.ROUND_HOOKS (enabled through a study's
+"""Per-round analysis hooks, registered into fl.round_hooks.ROUND_HOOKS (enabled through a study's
 `analysis: {hooks: {name: {params}}}`). Each declares its parameters with defaults and checks
 them when the study is parsed (study.py calls `check`), so a bad value fails before any job.
 
@@ -16,9 +16,9 @@ import torch
 
 from ...core.errors import ConfigError
 from ...training.fl.evaluate import evaluate
-from ...training.fl.hooks import ROUND_HOOKS, RoundHook
+from ...training.fl.round_hooks import ROUND_HOOKS, RoundHook
 from .cosine import captured_perturbation, cosine, global_gradient
-from .data import check_number, check_positive_int, fixed_batches, index_batches
+from .loaded_run import check_number, check_positive_int, fixed_batches, index_batches
 from .divergence import proximal_kl, weight_divergence
 from .sharpness import global_sharpness
 

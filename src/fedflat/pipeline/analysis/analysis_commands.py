@@ -49,7 +49,7 @@ def diverged_model(run_dir: str | Path, t: int) -> dict | None:
 
 def cmd_hessian(a, p) -> None:
     from ...core.util.io import write_json
-    from .data import fixed_batches, load_run
+    from .loaded_run import fixed_batches, load_run
 
     gone = diverged_model(a.run_dir, p["round"])
     if gone is not None:
@@ -89,7 +89,7 @@ def client_batches(run, run_dir, batch_size: int) -> list:
 
     from ...training.data.partition import Partition
     from ...training.fl.engine import hold_out
-    from .data import index_batches
+    from .loaded_run import index_batches
 
     cfg = json.loads((Path(run_dir) / "config.json").read_text())
     part = Partition.load(cfg["partition_file"], num_samples=len(run.data.train_y))
@@ -121,7 +121,7 @@ def local_pairs(run, run_dir, t: int, own: list) -> tuple:
 
 def cmd_landscape(a, p) -> None:
     from ...core.util.io import atomic_write
-    from .data import fixed_batches, load_run
+    from .loaded_run import fixed_batches, load_run
     from .directions import directions
     from .landscape import surface
 

@@ -1,4 +1,4 @@
-"""Figure and table kinds of the analysis (registered into fedflat.core.kinds):
+"""Figure and table kinds of the analysis (registered into fedflat.core.kind_registry):
 
   landscape_surface   3-D loss surfaces (FedNSAM Fig. 1/7 style), one panel per run, train and/or test row
   landscape_contour   the same surfaces as contour plots
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ...core.errors import ConfigError
-from ...core.kinds import FIGURE_KINDS, TABLE_KINDS, run_entries
+from ...core.kind_registry import FIGURE_KINDS, TABLE_KINDS, run_entries
 from ...core.util.markdown import md_table
 from . import paths
 

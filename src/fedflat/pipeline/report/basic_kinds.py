@@ -1,10 +1,10 @@
 """The report package's own table and figure kinds: accuracy tables, convergence curves, partition heatmaps.
 
-The registries and the kind protocol are in fedflat.core.kinds; the composition root (fedflat.plugins) imports this
+The registries and the kind protocol are in fedflat.core.kind_registry; the composition root (fedflat.plugins) imports this
 module with every other plugin."""
 from __future__ import annotations
 
-from ...core.kinds import FIGURE_KINDS, TABLE_KINDS, run_entries, run_files
+from ...core.kind_registry import FIGURE_KINDS, TABLE_KINDS, run_entries, run_files
 
 
 @TABLE_KINDS.register("accuracy")
@@ -43,7 +43,7 @@ class ConvergenceFigure:
 
     @staticmethod
     def render(m, outs):
-        from .figures import convergence
+        from .plots import convergence
 
         convergence(m["entries"], outs, m.get("metric", "test_acc"), m.get("title", ""))
 
@@ -63,7 +63,7 @@ class PartitionHeatmap:
 
     @staticmethod
     def render(m, outs):
-        from .figures import partition_heatmap
+        from .plots import partition_heatmap
 
         partition_heatmap(m["partitions"], outs, m.get("title", ""))
 

@@ -15,7 +15,7 @@ from typing import ClassVar, Optional
 import numpy as np
 import torch
 
-from ..algorithms.base import Param
+from ..algorithms.parts import Param
 from ...core.errors import ConfigError
 from .interface import BYTES_PER_FLOAT, Compressor
 

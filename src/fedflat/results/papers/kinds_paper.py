@@ -1,4 +1,4 @@
-"""Table and figure kinds for the paper catalogs (registered into fedflat.core.kinds' registries).
+"""Table and figure kinds for the paper catalogs (registered into fedflat.core.kind_registry' registries).
 
 paper_table: rows x column groups x metrics; every cell shows the published value, ours and the
   difference, and the caption states the scale and the seeds. Config entry:
@@ -29,10 +29,10 @@ paper_sweep: a final metric against a swept value (λ/ρ sensitivity, participat
 from __future__ import annotations
 
 from ...core.errors import ConfigError, choice_error
-from ...core.kinds import FIGURE_KINDS, TABLE_KINDS
+from ...core.kind_registry import FIGURE_KINDS, TABLE_KINDS
 from ...core.recorded import SUMMARY, file_column
 from ...pipeline.report.select import experiment_of, figure_runs, normalise_select, select_runs, target_caption
-from .stats import SUMMARY_METRICS, check_metric
+from .cell_stats import SUMMARY_METRICS, check_metric
 
 # --------------------------------------------------------------------------------------------
 # selection
