@@ -1,6 +1,6 @@
 """The exact rho = 0 reductions on the device (bench/gpu_check.py): every pair in
 fedflat.training.algorithms.reductions.RHO0 (the SAM-type preset with its ascent off follows its base preset's
-trajectory) as tests/algorithms/test_rho0_reductions.py proves it on the CPU, here run on CUDA one client at
+trajectory) as tests/training/algorithms/test_rho0_reductions.py proves it on the CPU, here run on CUDA one client at
 a time and with the clients vmapped: float64, the same trajectory to EXACT, and at rho = 0.1 a final model
 at least DIFFERS away, so the equality tests something. Data: a float64 slice of scikit-learn's digits
 (3 clients of 12 images), a one-hidden-layer MLP of width 8, 4 rounds of 2 full-batch steps."""

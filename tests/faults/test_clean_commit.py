@@ -1,6 +1,6 @@
 """Evidence runs record the commit that made them, so a study at paper scale refuses to train from a modified
 working tree: one line before any job starts. A dry run and `allow_dirty=true` (the string `--config` passes) go
-through (a study at tiny scale is not refused: tests/util/test_numerics.py, Study.requires_clean); `fedflat train
+through (a study at tiny scale is not refused: tests/core/util/test_numerics.py, Study.requires_clean); `fedflat train
 --require-clean` refuses on its own too."""
 from __future__ import annotations
 

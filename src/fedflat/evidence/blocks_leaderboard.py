@@ -363,7 +363,7 @@ def _reductions_line(v, screen, label: dict, served) -> str:
     names = sorted({f"{label.get(r.preset, r.preset)} → {label.get(r.same_as, r.same_as)}" for r in same.itertuples()})
     text = (f"ρ = 0 is another ranked method at the same setting for {len(same)} of the {len(v)} twins, by an exact "
             f"reduction (`fedflat.algorithms.reductions`, each proved to 1e-12 on a tiny model by "
-            f"`tests/algorithms/test_rho0_reductions.py`): " + (", ".join(names) or "none") + ". ")
+            f"`tests/training/algorithms/test_rho0_reductions.py`): " + (", ".join(names) or "none") + ". ")
     text += (f"For {len(served)} of them a continued cell of that method has the same setting on the same partition: "
              + _pairs_text(served) + ". " if len(served) else "No continued cell of those methods has a twin's setting. ")
     if not len(screen):

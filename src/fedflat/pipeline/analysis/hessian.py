@@ -200,7 +200,7 @@ def client_spectra(module: nn.Module, client_batches: list[Batches], max_iter: i
     """The Hessian of each client's own loss at one model (FedSynSAM Table I's candidate protocol (b)): λ_max
     and, with trace_samples > 0, the Hutchinson trace per client, their mean and maximum. λ_max of the mean
     Hessian is at most the mean of the clients' λ_max (convexity of the largest eigenvalue), so on one-class
-    clients this can be far larger than the union's value (tests/analysis/test_hessian.py checks both)."""
+    clients this can be far larger than the union's value (tests/pipeline/analysis/test_hessian.py checks both)."""
     return paired_spectra(((module, b) for b in client_batches), max_iter, tol, trace_samples, seed)
 
 

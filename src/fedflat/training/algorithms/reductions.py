@@ -1,7 +1,7 @@
 """Where a SAM-type preset with its ascent switched off (rho = 0) is exactly another preset.
 
 RHO0[preset] = (base preset, the keys both take with the same value, the settings the reduction needs). Each
-entry is proved on a tiny model by tests/algorithms/test_rho0_reductions.py (the same trajectory to 1e-12, and a
+entry is proved on a tiny model by tests/training/algorithms/test_rho0_reductions.py (the same trajectory to 1e-12, and a
 different one at rho > 0). The leaderboard's ablation uses it to say which rho = 0 twins are another ranked
 method at the same setting, and checks the screen's own pairs of runs against it."""
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The whole local step as one compiled graph (training.backend: compile): which parts it covers
 (`fused_blocker`), the step as a pure tensor function (`make_local_step`), and the per-client loop
-around it (`FusedStep`). tests/fl/test_fast_equivalence.py checks it against the engine's loop."""
+around it (`FusedStep`). tests/training/fl/test_fast_equivalence.py checks it against the engine's loop."""
 from __future__ import annotations
 
 from typing import Callable, Optional
@@ -176,7 +176,7 @@ class FusedStep:
     momentum and the SGD update of the flat iterate, in place. This is the engine's loop
     (Simulation.local_train) written once more as a pure tensor function, so the per-step Python
     dispatch of the two dozen small ops (indexing, normalisation, norms, the update) disappears;
-    tests/fl/test_fast_equivalence.py checks it against the eager loop to 1e-5. The learning rate
+    tests/training/fl/test_fast_equivalence.py checks it against the eager loop to 1e-5. The learning rate
     enters as a 0-d tensor, so a decaying schedule does not recompile; a step with and without a
     second batch are two graphs (FedSynSAM before and after the distillation)."""
 

@@ -3,7 +3,7 @@
 Plain 2x2/stride-2 max-pools (and a ReLU directly before one) are swapped for modules that behave as
 aten's eagerly and, only while torch.compile traces them, use autograd functions whose backward
 lowers to one vectorised pointwise pass. Same values and gradients as aten bit for bit
-(tests/fl/test_fast_equivalence.py); measured effect in docs/performance.md. training/fl/fast.py installs them.
+(tests/training/fl/test_fast_equivalence.py); measured effect in docs/performance.md. training/fl/fast.py installs them.
 """
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ class _ReluMaxPool2x2(_PoolFunction):
     vectorised pointwise pass `where(code == position, g, 0)`: no ReLU mask is read, no integer index
     arithmetic (inductor's int64 lowering of the indices ran scalar). Values: relu is monotone, so
     max(relu(x)) = relu(max(x)) exactly; gradients: the same input receives the same pooled gradient
-    as aten's relu + max-pool, bit for bit (tests/fl/test_fast_equivalence.py, ties and odd sizes).
+    as aten's relu + max-pool, bit for bit (tests/training/fl/test_fast_equivalence.py, ties and odd sizes).
     Measured on the fused LeNet-5 step: the first pool's backward kernel 15.8 -> 7 ms, the gradient
     1.28x -> 1.40x eager (docs/performance.md)."""
 

@@ -7,7 +7,7 @@ LeNet-5 58 → 216 ms per client-step, grouped convolutions; a CIFAR-shaped MLP 
 GPU one batched kernel per layer replaces S small ones. Batches, augmentation and synthetic subsets
 are drawn per client from the same per-(seed, round, client) streams as the one-at-a-time loop, and
 the parts' client_begin/client_end run per client as there, so a round's result equals it up to
-float rounding (tests/fl/test_clients_together.py). Runs the step eagerly (vmap inside
+float rounding (tests/training/fl/test_clients_together.py). Runs the step eagerly (vmap inside
 torch.compile is not used); `vmap_clients` is not in the run id. Where the run is not covered (see
 `together_blocker`) the clients run one at a time, as without the option.
 """

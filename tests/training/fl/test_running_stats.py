@@ -3,7 +3,7 @@ on the local mini-batch, taken at the local iterate w (davda54/sam example; FedS
 K steps of any SAM-type algorithm the statistics equal those of K plain train-mode forwards at
 w_0, …, w_{K−1} on the step batches. Before the fix the ascent and the perturbed pass both updated
 them (and FedSOL's update came from w + ε). The compiled path refuses models with running
-statistics (training/fl/fast.py compile_blocker; tests/fl/test_fast_equivalence.py), so eager is the only
+statistics (training/fl/fast.py compile_blocker; tests/training/fl/test_fast_equivalence.py), so eager is the only
 path for them and the backends cannot disagree."""
 import copy
 

@@ -1,8 +1,6 @@
 """FedSOL Table 9's personalized-FL comparators: PerFedAvg's first-order meta-step re-derived in
 NumPy, FedBABU's frozen head, kNN-Per's interpolation on a fabricated datastore (exact numbers)."""
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,9 +11,7 @@ from fedflat.pipeline.analysis.personalize import knn_mix, knn_probs
 from fedflat.training.fl.batches import BatchStream
 from fedflat.training.fl.engine import Simulation
 from foundation_helpers import make_sim, np_grad
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analysis"))
-from sim_helpers import partition, spec, synthetic  # noqa: E402
+from pipeline.analysis.sim_helpers import partition, spec, synthetic
 
 
 @pytest.mark.parametrize("beta", [0.05, 0.3])

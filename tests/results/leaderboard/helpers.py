@@ -9,7 +9,7 @@ from fedflat.pipeline.study import load_config_file
 from fedflat.core.util.numerics import of_config as numerics_of_config
 from tests.evidence.helpers import environment
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def small_config(methods: dict, seeds=(0,), lr=(0.1,), scale="tiny", continuation: dict | None = None) -> dict:

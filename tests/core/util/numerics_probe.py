@@ -1,5 +1,5 @@
 """`python numerics_probe.py MODE`: enter MODE the way the entry points do (before torch loads), train a small MLP
-for 150 SGD steps and print the capability torch runs and the SHA-256 of the final weights (tests/util/test_numerics.py)."""
+for 150 SGD steps and print the capability torch runs and the SHA-256 of the final weights (tests/core/util/test_numerics.py)."""
 import hashlib
 import sys
 

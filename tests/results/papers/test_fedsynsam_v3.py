@@ -12,7 +12,7 @@ from fedflat.results.papers.picks import resolve
 from fedflat.results.papers.published import parse_published
 from fedflat.pipeline.study import load_config_file, load_study
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 V3 = REPO / "config/papers/tuning/fedsynsam_fmnist_v3.yaml"
 LR_GRID = {0.01, 0.05, 0.1, 0.5}  # Sec. VI-A
 RHO_GRID = {0.001, 0.01, 0.05, 0.1, 0.5}  # Sec. VI-A

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from fedflat.pipeline.study import load_config_file
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PAPERS = tuple(sorted(p.stem for p in (ROOT / "config" / "papers").glob("*.yaml")))  # every catalog
 
 

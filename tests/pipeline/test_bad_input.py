@@ -27,7 +27,7 @@ from fedflat.pipeline.study import load_study, schema_error
 
 from faults.helpers import make_partition_file, make_spec, snakemake, train_cmd, workdir
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
 TINY = yaml.safe_load((REPO / "config/tiny.yaml").read_text())
 DEL = object()

@@ -7,7 +7,7 @@ import torch
 from fedflat.training.fl.together import clients_together, together_blocker
 from fedflat.core.spec import RunSpec, check_training
 
-from fl.fast_helpers import Q4, SYN_HP, _sim, _with_synthetic_set
+from fast_helpers import Q4, SYN_HP, _sim, _with_synthetic_set
 
 
 @pytest.mark.parametrize("model,algorithm,hp,augment", [

@@ -13,7 +13,7 @@ from fedflat.training.algorithms.losses import FedSOLPerturbation
 from fedflat.training.data import load_dataset
 from fedflat.training.data.partition import make_partition
 from fedflat.training.fl.round_hooks import BYTES_PER_FLOAT
-from preset_checks import LEARN, TINY, recorded_last_round, tiny_sim, without_times
+from .preset_checks import LEARN, TINY, recorded_last_round, tiny_sim, without_times
 
 NAMES = PRESETS.names()
 

@@ -1,7 +1,7 @@
 """FedSOL Tables 1, 4, 10 parts against hand-derived updates (float64, tiny linear / MLP models):
 Eq. 3 projection (both branches), the proximal-loss sources of the Combined perturbation
 (L2, FedProx, SCAFFOLD, FedDyn, MOON, KL), and the A1-A6 loss/point options. References are plain
-tensors + autograd (tests/algorithms/helpers_sam.py), never fedflat's parts."""
+tensors + autograd (tests/training/algorithms/helpers_sam.py), never fedflat's parts."""
 import numpy as np
 import pytest
 import torch

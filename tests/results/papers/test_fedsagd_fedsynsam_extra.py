@@ -9,7 +9,7 @@ import torch
 from fedflat.training.fl.batches import BatchStream, torch_generator
 from fedflat.training.fl.engine import Simulation
 
-from analysis.sim_helpers import partition, spec, synthetic
+from pipeline.analysis.sim_helpers import partition, spec, synthetic
 
 
 def _grad(w, x, y, c):

@@ -22,7 +22,7 @@ from fedflat.training.fl.fused import fused_blocker
 from fedflat.training.fl.flat import FlatModel
 from fedflat.training.fl.round_hooks import RoundHook
 from fedflat.core.spec import RunSpec, check_training
-from fl.fast_helpers import CLIENTS, Q4, SYN_HP, _problem, _sim, _with_synthetic_set
+from fast_helpers import CLIENTS, Q4, SYN_HP, _problem, _sim, _with_synthetic_set
 
 EPOCHS = {"local_epochs": 1, "batch_size": 3}  # 8 samples per client: batches of 3, 3 and a partial 2
 

@@ -1,6 +1,6 @@
 """Every SAM-family / proposed preset: two rounds with 3 clients on a tiny float64 model, against
 a straightforward re-derivation from the papers' equations (plain tensors + autograd, helpers_sam),
-plus the reductions the papers state (the digits smoke run: tests/test_every_preset.py)."""
+plus the reductions the papers state (the digits smoke run: tests/training/algorithms/test_every_preset.py)."""
 
 import numpy as np
 import pytest
@@ -454,7 +454,7 @@ def test_grad_evals_source_and_defaults(name):
     assert build_algorithm("fedtoga", {"toga_mode": "N"}).grad_evals_per_step == 1
 
 
-# The digits smoke run of every preset (this file's included) is tests/test_every_preset.py.
+# The digits smoke run of every preset (this file's included) is tests/training/algorithms/test_every_preset.py.
 
 
 @pytest.mark.parametrize("name", ["fedlesam", "fedsmoo", "moon"])
