@@ -15,10 +15,12 @@ run directory's does.
 from __future__ import annotations
 
 import csv
+import json
 import math
 from pathlib import Path
 
 from .util.curves import CURVE_COSTS
+from .util.numerics import NUMERICS_VERSION
 
 EVIDENCE_ROOT = Path("results/evidence")
 # a run that did not complete: NaN weights (diverged) or chance accuracy with an exploding loss (collapsed, the
@@ -106,8 +108,6 @@ def matches_numerics(row: dict, mode: str) -> bool:
     (core/util/numerics.py); native makes no promise across machines, so any record of the run will do."""
     if mode != "portable":
         return True
-    from .util.numerics import NUMERICS_VERSION
-
     commit = row.get("git_commit") or ""
     return (row.get("numerics") == "portable" and str(row.get("numerics_version")) == str(NUMERICS_VERSION)
             and bool(commit) and not commit.endswith("-dirty") and not row.get("legacy"))
@@ -131,8 +131,6 @@ def read_outcome(run_dir: str | Path, run_id: str | None, reuse: bool = True,
                  root: Path | str = EVIDENCE_ROOT) -> dict:
     """A run's summary.json where its directory has one, else (with `reuse`) its committed record; a clear error
     naming the file where neither exists."""
-    import json
-
     path = Path(run_dir) / SUMMARY
     if path.exists():
         return json.loads(path.read_text())
@@ -152,8 +150,6 @@ def read_file_value(run_dir: str | Path, run_id: str | None, fname: str, key: st
                     root: Path | str = EVIDENCE_ROOT) -> float | None:
     """An analysis output (e.g. hessian_clients.json's lambda_max_mean) from the run directory, else (with
     `reuse`, for the values a record keeps) from the committed record; a clear error naming the file otherwise."""
-    import json
-
     path = Path(run_dir) / fname
     if path.exists():
         v = json.loads(path.read_text()).get(key)

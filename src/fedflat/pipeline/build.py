@@ -10,11 +10,19 @@ StudyPreparer.in_process (the leaderboard: its checkpoints train what they rest 
 """
 from __future__ import annotations
 
+import json
 import os
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..core.kind_registry import FIGURE_KINDS, TABLE_KINDS
 from ..core.run_paths import run_of_file
+from ..training.data import load_dataset, make_partition
+from ..training.fl.engine import train
+from .analysis import paths
+from .analysis.analysis_commands import main as analysis_main
+from .analysis.params import from_config
+from .study import STUDY_PREPARERS, figure_inputs, figure_manifest, table_inputs, table_manifest
 
 
 @contextmanager
@@ -29,8 +37,6 @@ def _chdir(path):
 
 def ensure_run(study, rid: str, data_root: str) -> None:
     """The `train` rule's outputs for run `rid`, in-process (nothing to do once its summary exists)."""
-    from ..training.fl.engine import train
-
     spec = study.runs[rid]
     if Path(study.run_dir(rid), "summary.json").exists():
         return
@@ -40,8 +46,6 @@ def ensure_run(study, rid: str, data_root: str) -> None:
 
 def ensure_partition(study, pid: str, data_root: str) -> Path:
     """The `partition` rule's output, in-process."""
-    from ..training.data import load_dataset, make_partition
-
     ppath = Path(study.partition_path(pid))
     if not ppath.exists():
         p = study.partitions[pid]
@@ -61,12 +65,6 @@ def ensure_partition(study, pid: str, data_root: str) -> Path:
 
 def ensure_analysis(study, path: str, data_root: str) -> None:
     """The per-run analysis rules' outputs (hessian, landscape, stability; pipeline/analysis/analysis_commands.py), in-process."""
-    import json
-
-    from .analysis import paths
-    from .analysis.analysis_commands import main as analysis_main
-    from .analysis.params import from_config
-
     out = Path(path)
     cmds = {paths.HESSIAN: ("hessian", []), paths.STABILITY: ("stability", []),
             **{f: ("hessian", []) for f in paths.HESSIAN_SPLITS},
@@ -91,9 +89,6 @@ def ensure_analysis(study, path: str, data_root: str) -> None:
 
 def build(study, name: str, workdir, data_root: str = "data", section: str = "tables") -> list[Path]:
     """Train what `name` needs and render it; returns the written files."""
-    from ..core.kind_registry import FIGURE_KINDS, TABLE_KINDS
-    from .study import STUDY_PREPARERS, figure_inputs, figure_manifest, table_inputs, table_manifest
-
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     with _chdir(workdir):

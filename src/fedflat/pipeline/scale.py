@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import ConfigError, choice_error
+from ..core.spec import TRAINING_DEFAULTS
+from ..training.algorithms import PRESETS
 
 SCALES = ("paper", "reduced", "tiny")
 SCALE_KEYS = {"training", "algorithm_params", "datasets", "models", "model_params", "note"}
@@ -111,8 +113,6 @@ def _overrides(ov: Any, key: str, allowed: set[str]) -> dict:
 
 
 def _check_algorithm_overrides(ov: dict, key: str) -> None:
-    from ..training.algorithms import PRESETS
-
     for name, params in ov.items():
         preset = PRESETS.get(name, key=key)
         if not isinstance(params, dict):
@@ -126,8 +126,6 @@ def _check_algorithm_overrides(ov: dict, key: str) -> None:
 def _scaled_entry(raw: Any, training: dict, params: dict, global_params: dict, key: str) -> Any:
     """An algorithm entry at the scale: its own `training` values (a paper's per-method setting) scaled like
     the experiment's by `training` ({k: v}), its hyperparameters by `params` ({preset: {k: v}})."""
-    from ..training.algorithms import PRESETS
-
     if not isinstance(raw, (str, dict)) or (isinstance(raw, str) and raw not in params):
         return raw  # unchanged (load_study names a malformed entry)
     entry = {"preset": raw} if isinstance(raw, str) else raw
@@ -162,8 +160,6 @@ def apply_scale(config: dict) -> Scaled:
     for exp in (paper_cfg.get("experiments") or {}).values():
         if isinstance(exp, dict):
             exp.pop("scales", None)
-    from ..core.spec import TRAINING_DEFAULTS
-
     dmap, mmap = dict(top.get("datasets") or {}), dict(top.get("models") or {})
     base_training = config.get("training") or {}
     global_params = config.get("algorithm_params") or {}
@@ -308,8 +304,6 @@ def _check_order(rows: list[tuple], scale: str, targets: dict[str, list[str]]) -
 def check_methods_act(study, targets: dict[str, list[str]], scale: str = "paper") -> None:
     """Refuse a run whose method never acts: a part's round threshold R >= rounds (Part.round_thresholds),
     or a part that is zero at a round's start point with one local step (Part.first_step_inert)."""
-    from ..training.algorithms import PRESETS
-
     where = f"scales.{scale}: " if scale != "paper" else ""
     for ename, entries in study.experiments.items():
         tgts = ", ".join(targets.get(ename, [])) or "(none)"

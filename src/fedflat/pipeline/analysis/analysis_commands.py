@@ -13,18 +13,33 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
+from ...core.errors import ConfigError
+from ...core.recorded import SUMMARY
+from ...core.spec import RunSpec
+from ...core.util import numerics
+from ...core.util.io import atomic_write, torch_save, write_json
 from ...core.util.numerics import ENV_VAR, MODES
+from ...core.util.safe_load import load_tensors
+from ...training.data.partition import Partition
+from ...training.fl.batches import sample_clients
+from ...training.fl.engine import hold_out
+from ...training.fl.snapshots import clients_snapshot
+from .directions import directions
+from .hessian import hessian_spectrum
+from .landscape import surface
+from .loaded_run import fixed_batches, index_batches, load_run
+from .params import resolve
+from .stability import neighbouring_partition, paired_distance
 
 
 def _setup(a):
     import torch
-
-    from ...core.util import numerics
 
     numerics.require(a.numerics)  # portable: this process pinned its kernels before torch loaded (__main__)
     if a.threads and a.numerics != "portable":  # portable: one thread
@@ -38,8 +53,6 @@ HESSIAN_VALUES = ("lambda_max", "trace", "lambda_max_mean", "lambda_max_max", "t
 def diverged_model(run_dir: str | Path, t: int) -> dict | None:
     """The run's summary where the model to analyse is past its divergence (the final model of a diverged run, or
     a snapshot round after the last completed one): its Hessian is not defined, so the analysis says so."""
-    from ...core.recorded import SUMMARY
-
     path = Path(run_dir) / SUMMARY
     s = json.loads(path.read_text()) if path.exists() else {}
     if s.get("status") != "diverged":
@@ -48,17 +61,12 @@ def diverged_model(run_dir: str | Path, t: int) -> dict | None:
 
 
 def cmd_hessian(a, p) -> None:
-    from ...core.util.io import write_json
-    from .loaded_run import fixed_batches, load_run
-
     gone = diverged_model(a.run_dir, p["round"])
     if gone is not None:
         write_json(Path(a.out), {"status": "diverged", "rounds_completed": gone.get("rounds_completed"),
                                  **dict.fromkeys(HESSIAN_VALUES), "params": p, "run_dir": str(a.run_dir)})
         print(f"hessian: the run diverged after round {gone.get('rounds_completed')}; no Hessian (written as null)")
         return
-    from .hessian import hessian_spectrum
-
     run = load_run(a.run_dir, a.data_root, a.device, a.download, p["round"])
     t0 = time.perf_counter()
     if p["split"] in ("clients", "local"):
@@ -87,10 +95,6 @@ def client_batches(run, run_dir, batch_size: int) -> list:
     tuning run's held-out validation samples), as fixed batches."""
     import torch
 
-    from ...training.data.partition import Partition
-    from ...training.fl.engine import hold_out
-    from .loaded_run import index_batches
-
     cfg = json.loads((Path(run_dir) / "config.json").read_text())
     part = Partition.load(cfg["partition_file"], num_samples=len(run.data.train_y))
     clients, _ = hold_out(part.clients, run.spec.training.get("holdout", 0.0), run.spec.seed)
@@ -101,10 +105,6 @@ def client_batches(run, run_dir, batch_size: int) -> list:
 def local_pairs(run, run_dir, t: int, own: list) -> tuple:
     """(model, batches) of every client sampled in round t, its model loaded from snapshots/r<t>_clients.pt
     into the run's module as the pair is taken, and the client ids in sampling order."""
-    from ...core.errors import ConfigError
-    from ...training.fl.snapshots import clients_snapshot
-    from ...core.util.safe_load import load_tensors
-
     path = clients_snapshot(run_dir, t)
     if not path.exists():
         raise ConfigError(f"client models missing: {path} (round {t} is not in the run's training.snapshot_rounds)")
@@ -120,11 +120,6 @@ def local_pairs(run, run_dir, t: int, own: list) -> tuple:
 
 
 def cmd_landscape(a, p) -> None:
-    from ...core.util.io import atomic_write
-    from .loaded_run import fixed_batches, load_run
-    from .directions import directions
-    from .landscape import surface
-
     run = load_run(a.run_dir, a.data_root, a.device, a.download)
     sets = {"train": fixed_batches(run.data, "train", p["train_samples"], p["subset_seed"], p["batch_size"]),
             "test": fixed_batches(run.data, "test", p["test_samples"], p["subset_seed"], p["batch_size"])}
@@ -155,21 +150,11 @@ def cmd_landscape(a, p) -> None:
 
 
 def cmd_stability(a, p) -> None:
-    import tempfile
-
     from ...training.data import Partition, load_dataset
-    from ...core.util.io import torch_save, write_json
-    from ...core.util.safe_load import load_tensors
-    from .stability import neighbouring_partition, paired_distance
-
     ck = load_tensors(Path(a.run_dir) / "model.pt", "run model", advice="train the run again", keys=("spec", "theta"))
-    from ...core.spec import RunSpec
-
     spec = RunSpec.from_dict(ck["spec"])
     data = load_dataset(spec.dataset, a.data_root, a.download)
     part = Partition.load(a.partition, num_samples=len(data.train_y))
-    from ...training.fl.batches import sample_clients
-
     first = sample_clients(spec.seed, 1, spec.num_clients, spec.clients_per_round)  # neighbour: client swaps one of these
     neigh, swaps = neighbouring_partition(part, data.train_y.numpy(), p["swap_seed"], p["same_label"], p["neighbour"],
                                           candidates=first)
@@ -209,9 +194,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ...core.errors import ConfigError
-    from .params import resolve
-
     a = build_parser().parse_args(argv)
     try:
         try:

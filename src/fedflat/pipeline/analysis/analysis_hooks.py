@@ -18,8 +18,9 @@ from ...core.errors import ConfigError
 from ...training.fl.evaluate import evaluate
 from ...training.fl.round_hooks import ROUND_HOOKS, RoundHook
 from .cosine import captured_perturbation, cosine, global_gradient
-from .loaded_run import check_number, check_positive_int, fixed_batches, index_batches
 from .divergence import proximal_kl, weight_divergence
+from .loaded_run import check_number, check_positive_int, fixed_batches, index_batches
+from .local_discrepancy import local_trajectories, max_pairwise, measured_clients
 from .sharpness import global_sharpness
 
 
@@ -123,8 +124,6 @@ class LocalDiscrepancyHook(AnalysisHook):
     def on_round_end(self, sim, t, rnd, row) -> dict:
         if not self.due(sim, t):
             return {}
-        from .local_discrepancy import local_trajectories, max_pairwise, measured_clients
-
         d = max_pairwise(local_trajectories(sim, t + 1, measured_clients(sim, t + 1, self.min_clients)))
         return {f"local_disc_k{k}": v for k, v in enumerate(d) if k > 0}
 

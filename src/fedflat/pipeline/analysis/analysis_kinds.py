@@ -23,8 +23,10 @@ import numpy as np
 
 from ...core.errors import ConfigError
 from ...core.kind_registry import FIGURE_KINDS, TABLE_KINDS, run_entries
+from ...core.util.io import write_text
 from ...core.util.markdown import md_table
 from . import paths
+from .hessian import smooth_density
 
 _FILTERS = ("partition", "dataset", "model")
 
@@ -193,8 +195,6 @@ class HessianDensity:
     @staticmethod
     def render(m, outs):
         from ..report.style import apply_style, color_for, plt, save_all
-        from .hessian import smooth_density
-
         apply_style()
         dens = [(l, json.loads(Path(l["file"]).read_text()).get("density")) for l in m["lines"]]
         dens = [(l, d) for l, d in dens if d]
@@ -220,8 +220,6 @@ class HessianDensity:
 
 def _seed_table(entries: list[dict], fname: str, quantities: dict[str, str], out_base, title: str, caption: str):
     import pandas as pd
-
-    from ...core.util.io import write_text
 
     rows = []
     for e in entries:

@@ -28,6 +28,8 @@ import torch
 import torch.nn.functional as F
 
 from ...core.errors import ConfigError
+from ...training.algorithms.losses import FedSOLPerturbation, layout
+from ...training.algorithms.parts import safe_unit
 from .analysis_hooks import AnalysisHook, _choice, _int, _num, register
 
 LAMBDA_PREFIX = "lambda:"
@@ -45,8 +47,6 @@ class SOLCosineHook(AnalysisHook):
     PARAMS = {"every": (5, _int(1))}
 
     def on_start(self, sim) -> None:
-        from ...training.algorithms.losses import FedSOLPerturbation
-
         part = sim.algo.perturbation
         if not isinstance(part, FedSOLPerturbation):
             raise ConfigError(f"analysis.hooks.sol_cosine: needs a FedSOL perturbation; algorithm "
@@ -80,9 +80,6 @@ class SOLCosineHook(AnalysisHook):
 
 def lambda_vector(model, w: torch.Tensor, theta: torch.Tensor, normalizer: str = "tensor") -> torch.Tensor:
     """FedSOL's Λ over every trainable tensor (Eq. 7 per tensor, or the code's dim-0 normalisation)."""
-    from ...training.algorithms.parts import safe_unit
-    from ...training.algorithms.losses import layout
-
     lam = torch.zeros_like(w)
     for _, s, shape in layout(model):
         a = (w[s] - theta[s]).abs()
@@ -92,8 +89,6 @@ def lambda_vector(model, w: torch.Tensor, theta: torch.Tensor, normalizer: str =
 
 def layer_means(model, lam: torch.Tensor) -> dict[str, float]:
     """Mean of Λ's entries per module (the tensors of one layer pooled), in parameter order."""
-    from ...training.algorithms.losses import layout
-
     groups: dict[str, list[torch.Tensor]] = {}
     for name, s, _ in layout(model):
         groups.setdefault(name.rsplit(".", 1)[0] if "." in name else name, []).append(lam[s])

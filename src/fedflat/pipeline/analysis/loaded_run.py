@@ -9,12 +9,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ...training.data import ArrayDataset, load_dataset
 from ...core.errors import ConfigError
-from ...training.fl.flat import FlatModel
-from ...training.models import build_model
 from ...core.spec import RunSpec
 from ...core.util.safe_load import load_tensors
+from ...training.data import ArrayDataset, load_dataset
+from ...training.fl.flat import FlatModel
+from ...training.fl.snapshots import global_snapshot
+from ...training.models import build_model
 
 _SUBSET_TAG = 0x4E55
 
@@ -34,8 +35,6 @@ def load_run(run_dir: str | Path, data_root: str | Path = "data", device: str = 
              download: bool = False, round: int = 0) -> LoadedRun:
     """The final global model of a run (model.pt), or with `round` its end-of-round snapshot, on its dataset,
     ready for analysis."""
-    from ...training.fl.snapshots import global_snapshot
-
     path = global_snapshot(run_dir, round) if round else Path(run_dir) / "model.pt"
     if not path.exists():
         why = "not in the run's training.snapshot_rounds, or the run is unfinished" if round else "train the run first"

@@ -42,6 +42,8 @@ import torch.nn.functional as F
 
 from ...core.errors import ConfigError
 from ...core.util.io import write_json
+from ...training.algorithms import build_algorithm
+from ...training.algorithms.losses import head_name
 from .analysis_hooks import AnalysisHook, _choice, _int, _num, register
 
 _TEST_TAG = 0x7E57
@@ -74,8 +76,6 @@ def local_test_indices(train_labels: np.ndarray, test_labels: np.ndarray, num_cl
 def outputs(fm, theta: torch.Tensor, buffers: torch.Tensor, x: torch.Tensor, batch_size: int = 1024,
             features: bool = False) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
     """Logits (and the head's input features) of the model `theta` on x, eval mode."""
-    from ...training.algorithms.losses import head_name
-
     fm.load(theta, buffers)
     module = fm.module
     was = module.training
@@ -117,8 +117,6 @@ def knn_mix(logits: torch.Tensor, p_knn: torch.Tensor, weight: float, mix: str =
 def plain_sgd(sim, epochs: int):
     """The simulation's local loop with the algorithm swapped for FedAvg (no perturbation,
     correction or loss term, no uplink compression) and `epochs` local epochs, for a `with` block."""
-    from ...training.algorithms import build_algorithm
-
     return sim.evaluating_under(build_algorithm("fedavg", {}), training={"local_epochs": epochs})
 
 

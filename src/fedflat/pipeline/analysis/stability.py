@@ -29,8 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ...training.data import Partition
 from ...core.errors import ConfigError
+from ...training.data import Partition
+from ...training.fl.engine import Simulation
 
 _SWAP_TAG = 0x57AB
 
@@ -112,8 +113,6 @@ def lockstep_distances(sim_a, sim_b, rounds: int) -> list[float]:
 def paired_distance(spec, data, part_a: Partition, part_b: Partition, out_dir: str | Path,
                     device: str = "cpu") -> dict:
     """Train on both partitions in lockstep; ‖θ_t − θ'_t‖₂ after every round."""
-    from ...training.fl.engine import Simulation
-
     spec = replace(spec, analysis={})
     out_dir = Path(out_dir)
     sims = [Simulation(spec, data, p, out_dir / name, device=device, progress=False)

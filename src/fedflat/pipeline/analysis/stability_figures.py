@@ -25,16 +25,16 @@ from pathlib import Path
 import pandas as pd
 
 from ...core.errors import ConfigError, choice_error
-from ...training.fl.metrics import read_metrics
 from ...core.kind_registry import FIGURE_KINDS
+from ...training.fl.metrics import read_metrics
+from ..report.panels import panel_grid, shared_legend, suptitle
+from ..report.select import figure_runs, target_caption
 from . import paths
 
 LOCAL_PREFIX = "local_disc_k"
 
 
 def _panels(study, name: str, spec: dict) -> list[dict]:
-    from ..report.select import figure_runs
-
     panels = figure_runs(study, name, spec, "panels")
     want = spec.get("algorithms")
     if want is not None:
@@ -55,8 +55,6 @@ def _check_common(name: str, spec: dict) -> None:
 
 
 def _manifest(study, name, spec, extra: dict) -> dict:
-    from ..report.select import target_caption
-
     return {"title": spec.get("title", ""), "caption": target_caption(spec), "yscale": spec.get("yscale", "linear"),
             "panels": _panels(study, name, spec), **extra}
 
@@ -106,7 +104,6 @@ def neighbour_note(entries: list[dict]) -> str:
 
 
 def _render(m: dict, outs, frame_of, xlabel: str, ylabel: str, note: str) -> None:
-    from ..report.panels import panel_grid, shared_legend, suptitle
     from matplotlib.ticker import MaxNLocator
 
     from ..report.style import apply_style, color_for, marker_for, save_all

@@ -5,6 +5,7 @@ module with every other plugin."""
 from __future__ import annotations
 
 from ...core.kind_registry import FIGURE_KINDS, TABLE_KINDS, run_entries, run_files
+from .tables import render_accuracy_table
 
 
 @TABLE_KINDS.register("accuracy")
@@ -25,8 +26,6 @@ class AccuracyTable:
 
     @staticmethod
     def render(m, out_base):
-        from .tables import render_accuracy_table
-
         render_accuracy_table(m["entries"], out_base, m.get("title", ""), m.get("note", ""))
 
 

@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import matplotlib
+
+from ...core.util.io import atomic_write
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -59,10 +62,6 @@ def apply_style() -> None:
 
 def save(fig, path) -> None:
     """Atomic save (format from the suffix); the figure stays open so it can be saved twice."""
-    from pathlib import Path
-
-    from ...core.util.io import atomic_write
-
     path = Path(path)
     atomic_write(path, lambda t: fig.savefig(t, format=path.suffix.lstrip(".")))
 

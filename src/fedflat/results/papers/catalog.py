@@ -15,7 +15,10 @@ from __future__ import annotations
 import sys
 
 from ...core.errors import ConfigError
+from ...core.kind_registry import FIGURE_KINDS, TABLE_KINDS
 from ...pipeline.study import STUDY_PREPARERS, StudyPreparer
+from ...training.compression.interface import COMPRESSORS
+from ...training.fl.round_hooks import ROUND_HOOKS
 
 CATALOG_KEYS = ("paper", "pending_tables", "pending_figures")
 
@@ -48,17 +51,11 @@ def _waits_for(entry: dict) -> list[str]:
 
 
 def _registered(name: str) -> bool:
-    from ...training.compression.interface import COMPRESSORS
-    from ...training.fl.round_hooks import ROUND_HOOKS
-    from ...core.kind_registry import FIGURE_KINDS, TABLE_KINDS
-
     return any(name in r for r in (FIGURE_KINDS, TABLE_KINDS, ROUND_HOOKS, COMPRESSORS))
 
 
 def _promote_pending(config: dict) -> None:
     """Move pending entries whose kind and `waits_for` names are all registered into tables/figures."""
-    from ...training.fl.round_hooks import ROUND_HOOKS
-
     for pending, section in (("pending_tables", "tables"), ("pending_figures", "figures")):
         entries = config.pop(pending, None) or {}
         for name, entry in entries.items():

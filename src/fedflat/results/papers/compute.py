@@ -13,6 +13,10 @@ import time
 
 from ...core.errors import ConfigError
 from ...core.run_paths import run_of_file
+from ...pipeline.study import figure_inputs, table_inputs
+from ...training.algorithms.presets import build_algorithm
+from ...training.models import build_model
+from ...training.models.pretrained import ARCHS, Resized, build_arch
 
 # input shape per dataset family (channels, height, width); sequences: (length,)
 INPUT_SHAPES = {"cifar10": (3, 32, 32), "cifar100": (3, 32, 32), "svhn": (3, 32, 32), "cinic10": (3, 32, 32),
@@ -40,8 +44,6 @@ def dataset_family(name: str) -> str:
 
 
 def run_sample_grads(spec) -> float:
-    from ...training.algorithms.presets import build_algorithm
-
     tr = spec.training
     per_step = build_algorithm(spec.algorithm, spec.hparams).grad_evals_per_step
     if tr.get("local_epochs"):
@@ -56,9 +58,6 @@ def run_sample_grads(spec) -> float:
 def measure_cpu(model: str, dataset: str, batch: int = 50, reps: int = 3) -> float:
     """Training samples per second of `model` on this CPU (forward+backward, random input)."""
     import torch
-
-    from ...training.models import build_model
-    from ...training.models.pretrained import ARCHS, Resized, build_arch
 
     fam = dataset_family(dataset)
     shape = INPUT_SHAPES.get(fam, (3, 32, 32))
@@ -83,8 +82,6 @@ def summarise(study, measure: bool = False, cache: dict[str, float] | None = Non
     yet (`left`: what a session still has to run), sample-gradients and hours (all its runs).
 
     `cache` (model|dataset family -> measured samples/s) lets several studies share measurements."""
-    from ...pipeline.study import figure_inputs, table_inputs
-
     cache = {} if cache is None else cache
     per_run: dict[str, tuple[float, float]] = {}  # run id -> (sample grads, seconds)
     for rid, spec in study.runs.items():

@@ -15,6 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ...training.data import load_dataset
+from ...training.data.partition import make_partition
+
 # Official training-split class counts (label order of our loaders).
 TRAIN_COUNTS: dict[str, list[int]] = {
     "cifar10": [5000] * 10,
@@ -56,15 +59,11 @@ def training_labels(dataset: str, data_root: Path | str = "data") -> tuple[np.nd
     if base in TRAIN_COUNTS and not dataset.startswith("digits_as_"):
         counts = TRAIN_COUNTS[base]
         return np.repeat(np.arange(len(counts)), counts), "official class counts"
-    from ...training.data import load_dataset
-
     return load_dataset(dataset, Path(data_root), False).train_y.numpy(), "data"
 
 
 def coverage(study, data_root: Path | str = "data") -> list[Coverage]:
     """One row per partition the study builds (natural partitions have no class skew to report)."""
-    from ...training.data.partition import make_partition
-
     out, labels_cache = [], {}
     for pid, p in sorted(study.partitions.items()):
         if p["partition"] == "natural":

@@ -17,8 +17,11 @@ import numpy as np
 import pandas as pd
 
 from ...core.errors import ConfigError
-from ...training.fl.metrics import read_metrics
 from ...core.kind_registry import FIGURE_KINDS
+from ...pipeline.report.panels import suptitle
+from ...pipeline.report.select import figure_runs, target_caption
+from ...training.fl.metrics import read_metrics
+from .kinds_paper import _figure_inputs
 
 
 def layer_values(run_dirs: list[str], prefix: str) -> dict[str, list[float]]:
@@ -38,22 +41,16 @@ def layer_values(run_dirs: list[str], prefix: str) -> dict[str, list[float]]:
 class LayerBars:
     @staticmethod
     def check(study, name, spec):
-        from ...pipeline.report.select import figure_runs
-
         if not isinstance(spec.get("prefix", ""), str) or not spec.get("prefix"):
             raise ConfigError(f"figures.{name}.prefix: the metrics.csv column prefix, e.g. 'lambda:'")
         figure_runs(study, name, spec, "series")
 
     @staticmethod
     def inputs(study, name, spec):
-        from .kinds_paper import _figure_inputs
-
         return _figure_inputs(study, name, spec, "series", ("metrics.csv",))
 
     @staticmethod
     def manifest(study, name, spec):
-        from ...pipeline.report.select import figure_runs, target_caption
-
         return {"title": spec.get("title", ""), "caption": target_caption(spec), "prefix": spec["prefix"],
                 "ylabel": spec.get("ylabel", spec["prefix"].rstrip(":")),
                 "series": figure_runs(study, name, spec, "series")}
@@ -61,8 +58,6 @@ class LayerBars:
     @staticmethod
     def render(m, outs):
         from ...pipeline.report.style import apply_style, color_for, plt, save_all
-        from ...pipeline.report.panels import suptitle
-
         apply_style()
         series = [(s.get("label", f"series {i + 1}"), layer_values([e["dir"] for e in s["entries"]], m["prefix"]))
                   for i, s in enumerate(m["series"])]

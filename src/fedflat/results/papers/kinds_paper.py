@@ -33,6 +33,7 @@ from ...core.kind_registry import FIGURE_KINDS, TABLE_KINDS
 from ...core.recorded import SUMMARY, file_column
 from ...pipeline.report.select import experiment_of, figure_runs, normalise_select, select_runs, target_caption
 from .cell_stats import SUMMARY_METRICS, check_metric
+from .published import parse_published
 
 # --------------------------------------------------------------------------------------------
 # selection
@@ -153,8 +154,6 @@ class PaperTable:
 
     @staticmethod
     def check(study, name, spec):
-        from .published import parse_published
-
         rows, cols, _ = _cells(study, name, spec)
         pub = spec.get("published") or {}
         if not isinstance(pub, dict):

@@ -22,10 +22,10 @@ from pathlib import Path
 
 from ...core.errors import ConfigError, choice_error
 from ...core.kind_registry import TABLE_KINDS
-from ...pipeline.report.grids import METRICS, choose, grid_edges, grid_means, grid_scores, setting_text
 from ...core.util.io import write_text
 from ...core.util.markdown import md_table
-
+from ...pipeline.report.grids import METRICS, choose, grid_edges, grid_means, grid_scores, setting_text
+from ...training.algorithms import PRESETS
 
 
 def _value(spec, param: str):
@@ -85,8 +85,6 @@ class GridSearchTable:
 
     @staticmethod
     def manifest(study, name, spec):
-        from ...training.algorithms import PRESETS
-
         pairs = [(rid, lab) for e in spec["experiments"] for rid, lab in study.experiments[e]]
         by_method: dict[str, list] = {}
         for rid, _ in pairs:

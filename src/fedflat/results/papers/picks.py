@@ -29,7 +29,10 @@ import sys
 from pathlib import Path
 
 from ...core.errors import ConfigError
-from ...pipeline.study import STUDY_PREPARERS, StudyPreparer
+from ...pipeline.report.grids import grid_choice
+from ...pipeline.study import STUDY_PREPARERS, StudyPreparer, load_study
+from ...training.algorithms import PRESETS
+from .kinds_tuning import GridSearchTable
 
 SECTIONS = ("training", "params")  # where an entry's picked values live
 PLAIN_KEYS = ("study", "data_root", "download", "device", "threads_per_job", "training", "algorithm_params", "uplink",
@@ -71,8 +74,6 @@ def _exps(config: dict) -> dict:
 
 
 def _label(entry) -> str:
-    from ...training.algorithms import PRESETS
-
     return PRESETS.get(entry["preset"], key="picks").label
 
 
@@ -134,9 +135,6 @@ def _done(study, rids) -> bool:
 def _choose(study, name: str, provisional: bool = False) -> dict:
     """{method label: {value, score, fallback, provisional}} by the grid_search table's own rule; `provisional`:
     the grid's smallest value for every method, without reading a run (a plan of the stages to come)."""
-    from ...pipeline.report.grids import grid_choice
-    from .kinds_tuning import GridSearchTable
-
     m = GridSearchTable.manifest(study, name, study.tables[name])
     values = {}
     for e in m["entries"]:
@@ -165,8 +163,6 @@ def resolve(config: dict, provisional: bool = False) -> tuple[dict, dict]:
     {resolved: {table: {method: {value, score, fallback, provisional}}}, waiting: {experiment: [tables it waits
     for]}, held: [tables and figures left out]}). `provisional`: a grid whose runs are not done yet takes its smallest
     values instead of waiting, so every stage expands (a plan of the whole protocol; never a run's settings)."""
-    from ...pipeline.study import load_study
-
     config = copy.deepcopy(config)
     tables = _check_tables(config)
     resolved: dict[str, dict] = {}

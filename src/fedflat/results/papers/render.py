@@ -6,12 +6,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...pipeline.report.panels import panel_grid, shared_legend, suptitle
 from ...core.util.io import write_text
 from ...core.util.markdown import md_table
-from .published import fmt, parse_published
+from ...pipeline.report.collect import load_curves
+from ...pipeline.report.panels import panel_grid, shared_legend, suptitle
+from ...pipeline.report.style import apply_style, color_for, marker_for, plt, save_all
 from .cell_stats import (CellValue, SUMMARY_METRICS, column_metric, file_metric, metric_header, per_round_metric,
                          rounds_metric, summary_metric)
+from .published import fmt, parse_published
 
 
 def cell_value(metric: str, cell: list[dict]) -> CellValue:
@@ -128,9 +130,6 @@ def render_paper_table(m: dict, out_base) -> pd.DataFrame:
 
 
 def render_curves(m: dict, outs) -> None:
-    from ...pipeline.report.collect import load_curves
-    from ...pipeline.report.style import apply_style, color_for, marker_for, save_all
-
     apply_style()
     panels = m["panels"]
     n = len(panels)
@@ -166,8 +165,6 @@ def render_curves(m: dict, outs) -> None:
 
 
 def render_sweep(m: dict, outs) -> None:
-    from ...pipeline.report.style import apply_style, color_for, marker_for, plt, save_all
-
     apply_style()
     fig, ax = plt.subplots(figsize=(4.2, 3.0))
     metric = m["metric"]

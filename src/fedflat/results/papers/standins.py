@@ -8,6 +8,9 @@ stand-ins say nothing about the paper's numbers; the rendered tables state it.
 """
 from __future__ import annotations
 
+import dataclasses
+import zlib
+
 from ...training.data.array_dataset import DATASETS
 from ...training.models.model_registry import MODELS
 
@@ -32,9 +35,6 @@ _DIGITS = []  # decoded once per process: tiny-scale test suites load it hundred
 
 def _dataset_standin(original: str):
     def load(root=None, download: bool = False):
-        import dataclasses
-        import zlib
-
         import torch
 
         if not _DIGITS:
@@ -81,8 +81,6 @@ def _natural_standin(original: str, groups: int = NATURAL_STANDIN_GROUPS):
     base = _dataset_standin(original)
 
     def load(root=None, download: bool = False):
-        import dataclasses
-
         import numpy as np
         import torch
 

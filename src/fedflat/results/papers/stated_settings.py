@@ -37,6 +37,9 @@ from typing import Any, Iterable
 
 from ...core.errors import ConfigError
 from ...pipeline.scale import experiment_targets
+from ...pipeline.study import load_config_file, load_study
+from ...training.algorithms import PRESETS
+from ...training.data.partition import canonical_partition
 
 REQUIRED_TRAINING = ("num_clients", "participation", "rounds", "batch_size", "lr", "lr_decay", "weight_decay",
                      "local_momentum")
@@ -174,10 +177,6 @@ def _same_set(stated: list, ours: list) -> bool:
 
 def check(paper: str, root: Path | str = "config/papers") -> list[Finding]:
     """Every difference between the paper's statement and the catalog's runs at scale: paper."""
-    from ...training.algorithms import PRESETS
-    from ...training.data.partition import canonical_partition
-    from ...pipeline.study import load_config_file, load_study
-
     root = Path(root)
     scopes = load_statement(paper, root)
     config = load_config_file(root / f"{paper}.yaml")

@@ -16,6 +16,8 @@ import numpy as np
 
 from ...core.errors import ConfigError
 from ...core.kind_registry import FIGURE_KINDS
+from ...pipeline.report.panels import suptitle
+from ...pipeline.report.select import target_caption
 
 DEFAULTS = {"delta": 0.1, "rho": 0.5, "mu": 1.0, "lr": 0.01, "epochs": 4000, "local_opt": [1.0, 1.0]}
 
@@ -84,15 +86,11 @@ class FedSOLToy:
 
     @staticmethod
     def manifest(study, name, spec):
-        from ...pipeline.report.select import target_caption
-
         return {"title": spec.get("title", ""), "caption": target_caption(spec), "params": _params(name, spec)}
 
     @staticmethod
     def render(m, outs):
         from ...pipeline.report.style import apply_style, color_for, plt, save_all
-        from ...pipeline.report.panels import suptitle
-
         apply_style()
         p = m["params"]
         opt = np.asarray(p["local_opt"], dtype=float)

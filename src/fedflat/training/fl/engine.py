@@ -15,31 +15,31 @@ import numpy as np
 import torch
 
 from ... import __version__
-from ..algorithms import Algorithm, Part, ClientContext, ClientResult, RoundResult, ServerState, build_algorithm
-from ..algorithms.perturbations import NoPerturbation
-from ..data import ArrayDataset, Partition, load_dataset
 from ...core.errors import ConfigError
-from ..models import build_model, count_parameters
 from ...core.spec import TRAINING_DEFAULTS, RunSpec
 from ...core.util import numerics
 from ...core.util.io import torch_save, write_json
 from ...core.util.malloc import tune_allocator
+from ...core.util.provenance import source_commit
 from ...core.util.safe_load import load_tensors
+from ..algorithms import Algorithm, Part, ClientContext, ClientResult, RoundResult, ServerState, build_algorithm
+from ..algorithms.perturbations import NoPerturbation
+from ..data import ArrayDataset, Partition, load_dataset
+from ..models import build_model, count_parameters
 from .batches import BatchStream, sample_clients, torch_generator
 from .client_store import ClientStateStore
 from .evaluate import evaluate
 from .fast import make_grad_at, resolve_backend
-from .fused import fused_blocker, step_blocker
-from .runners import LocalPaths
 from .flat import FlatModel
-from .round_hooks import COMPRESSORS, ROUND_HOOKS, Compressor, RoundHook, reads_gradient
+from .fused import fused_blocker, step_blocker
 from .local_step import new_state
 from .metrics import MetricsLog, Progress
+from .round_hooks import COMPRESSORS, ROUND_HOOKS, Compressor, RoundHook, reads_gradient
+from .round_hooks import BYTES_PER_FLOAT
+from .runners import LocalPaths
 from .running_stats import step_stats
 from .snapshots import Snapshots
 from .together import together_blocker
-
-from .round_hooks import BYTES_PER_FLOAT
 
 
 def seed_everything(seed: int) -> None:
@@ -489,8 +489,6 @@ def validation_view(data: ArrayDataset, idx: torch.Tensor) -> ArrayDataset:
 
 def environment(numerics_mode: Optional[str] = None) -> dict:
     """What made a run: the code (commit, version), the machine and the numerics it ran under (core/util/numerics.py)."""
-    from ...core.util.provenance import source_commit
-
     return {"fedflat": __version__, "git_commit": source_commit(), "python": sys.version.split()[0],
             "platform": platform.platform(), "cuda": torch.version.cuda if torch.cuda.is_available() else None,
             **numerics.describe(numerics_mode)}

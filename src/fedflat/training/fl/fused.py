@@ -8,9 +8,11 @@ from typing import Callable, Optional
 import torch
 
 from ..algorithms.parts import AscentTerms, Correction
+from ..algorithms.perturbations import SAM_EPS
 from .fast import compile_own, install_compiled_inference, make_flat_grad
 from .kernels import use_compiled_pools
 from .local_step import RoundTerms, StepBatch, StepInputs, StepState, new_state
+from .round_hooks import reads_gradient
 
 
 def _owner(cls: type, name: str) -> Optional[type]:
@@ -45,8 +47,6 @@ def fused_blocker(sim) -> Optional[str]:
 
 def gradient_hook_blocker(hooks) -> Optional[str]:
     """Why round hooks keep the local step eager (they see every local gradient), or None."""
-    from .round_hooks import reads_gradient
-
     readers = [type(h).__name__ for h in hooks if reads_gradient(h)]
     return f"the round hook {', '.join(readers)} reads the local gradient" if readers else None
 
@@ -79,8 +79,6 @@ def make_local_step(sim) -> Callable[[StepInputs], None]:
     StepInputs (training/fl/local_step.py) that updates its state (w, the momentum buffer, the summed loss, the
     ascent's dual and last δ) in place; compiled by FusedStep and vmapped over a round's clients by
     training/fl/together.py. The run's settings and the part's FusedForm are constants of the function."""
-    from ..algorithms.perturbations import SAM_EPS
-
     spec, data = sim.spec, sim.data
     form = sim.algo.perturbation.fused_form()
     rho = form.rho if form.kind == "ascent" else None

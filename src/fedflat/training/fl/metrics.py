@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import sys
 import time
 from pathlib import Path
@@ -38,8 +39,6 @@ def read_metrics(path: str | Path):
     """A run's metrics.csv as a frame, checked whole before anything is drawn or tabulated from it: a file cut
     mid-row (a full disk, a copy interrupted) or holding fewer rounds than its summary.json says were completed is a
     ConfigError naming it, never a curve of half the rounds. A missing file is FileNotFoundError, as before."""
-    import json
-
     import pandas as pd
 
     path = Path(path)

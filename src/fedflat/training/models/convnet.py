@@ -7,6 +7,7 @@ import math
 
 import torch.nn as nn
 
+from ...core.errors import choice_error
 from .model_registry import MODELS
 
 NORMS = ("instance", "none")
@@ -38,8 +39,6 @@ class ConvNet(nn.Module):
 @MODELS.register("convnet_synsam")
 def convnet_synsam(input_shape, num_classes, width: int = 128, depth: int = 3, norm: str = "instance") -> nn.Module:
     """320,010 parameters on 3x32x32 with 10 classes (DynaFed's ConvNet, which Sec. VI-A follows: 3 x [conv 3x3, 128, instance norm, ReLU, avg-pool 2])."""
-    from ...core.errors import choice_error
-
     if norm not in NORMS:
         raise choice_error("model_params.convnet_synsam.norm", norm, NORMS)
     return ConvNet(input_shape, num_classes, width, depth, norm)
