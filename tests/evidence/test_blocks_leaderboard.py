@@ -48,7 +48,8 @@ def test_choice_ranking_and_stability_blocks_from_complete_stages(tmp_path, cfg)
     rows = [r for r in iid.splitlines() if r.startswith("| ") and not r.startswith("| rank")]
     assert [r.split(" | ")[1] for r in rows[-2:]] == ["FedAvg", "FedGAMMA"]  # last, by preset name
     assert next(r for r in iid.splitlines() if "| FedNSAM-S |" in r).endswith("λ=0.9 (ρ = 0: the ascent off) |")
-    assert "Band 1 on IID (not significantly below its head, FedNSAM, after Holm's correction): 1 method." in rank
+    assert "Band 1 on IID (its head and every method not significantly below it after Holm's correction): FedNSAM " \
+           "(1 method)." in rank
     top = lb.top(ctx)
     assert top.count("\n") == 11 and "| FedNSAM | 88.00 [86.04, 89.96] (rank 1, band 1, 5/5) |" in top
     stab = lb.stability(ctx)

@@ -68,3 +68,14 @@ def test_tied_labels_move_apart_in_order_and_stay_in_bounds():
     assert v[4] < v[1] < min(v[0], v[2], v[3])  # the order of distinct values is kept
     assert np.all(np.diff(np.sort(v)) >= 1.0 - 1e-12) and v.max() <= 5.5 and v.min() >= 0.5
     assert spread([1.0, 3.0], 1.0, 0.5, 5.5).tolist() == [1.0, 3.0]  # labels already apart do not move
+
+
+def test_the_critical_difference_diagram_joins_maximal_groups_within_the_cd():
+    from fedflat.leaderboard.cd_diagram import cliques, ticks
+
+    # 1 - 1.5 within 1.2, 1.5 - 2.6 within, 2.6 - 3 within, nothing reaches 5: three overlapping groups, 5 alone
+    assert cliques([1.0, 1.5, 2.6, 3.0, 5.0], 1.2) == [(0, 1), (1, 2), (2, 3)]
+    assert cliques([1.0, 1.1, 1.2, 3.0], 1.0) == [(0, 2)]  # (1, 2) lies inside (0, 2): not maximal, not drawn
+    assert cliques([1.0, 2.0], 1.0) == []  # a difference of exactly the cd is significant
+    assert cliques([1.0, 1.5], float("nan")) == []
+    assert ticks(56) == [1, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55] and ticks(3) == [1, 2, 3]

@@ -200,8 +200,8 @@ def ranking(ctx) -> str:
             lines.append(f"| {rank} | {r.label} | {acc} | {_stability(r)} | {_band(r)} | "
                          f"{_pick_text(lb, picks.get((part, r.preset)), at0.get((part, r.preset)))} |")
         first = s[(s["partition"] == part) & (s["band"] == 1)]
-        lines += ["", f"Band 1 on {_title(part)} (not significantly below its head, {first['label'].iloc[0] if len(first) else '-'}, "
-                      f"after Holm's correction): {len(first)} method{'s' if len(first) != 1 else ''}.", ""]
+        lines += ["", f"Band 1 on {_title(part)} (its head and every method not significantly below it after Holm's "
+                      f"correction): {', '.join(first['label']) or 'none'} ({_plural(len(first), 'method')}).", ""]
     return "\n".join(lines[:-1])
 
 

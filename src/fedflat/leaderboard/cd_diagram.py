@@ -8,6 +8,7 @@ import math
 
 from ..report.style import apply_style, color_for, save_all
 from .ranking import critical_difference as friedman_nemenyi
+from .ranking import rules
 from .results import load_runs, unstable_methods
 
 
@@ -87,7 +88,7 @@ def critical_difference(m: dict, outs) -> None:
           if not math.isnan(res["statistic"]) else "Friedman test undefined (fewer than 3 methods or 2 blocks)")
     out = ", ".join(labels.get(p, p) for p in res["left_out"])
     fig.suptitle(f"Mean rank over the (partition, seed) blocks of the final runs (1 = best; a failed seed ranks last in "
-                 f"its block). {fr}; Nemenyi CD at α = {m['protocol'].get('statistics', {}).get('alpha', 0.05):g}: "
+                 f"its block). {fr}; Nemenyi CD at α = {rules(m['protocol'].get('statistics'))['alpha']:g}: "
                  f"methods joined by a bar are not significantly different."
                  + (f"\nLeft out (absent from a block: no pick on a partition): {out}." if out else ""),
                  fontsize=7.5, wrap=True)

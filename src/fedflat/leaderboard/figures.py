@@ -11,7 +11,8 @@ from .stats import kendall, pareto_front
 
 
 def _agg(m: dict, hessian: bool = False):
-    return per_method(load_runs(m["entries"], hessian=hessian), m["partitions"], unstable_methods(m))
+    return per_method(load_runs(m["entries"], hessian=hessian), m["partitions"], unstable_methods(m),
+                      m["protocol"].get("statistics"))
 
 
 def _legend(fig, methods: list[str], rows_below: bool = True) -> None:
