@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from . import blocks_lbverdicts as lbv
 from . import blocks_leaderboard as lb
 from . import blocks_reproduction as rep
 from . import blocks_studies as small
@@ -28,12 +29,12 @@ PAGES: dict[str, dict[str, Callable]] = {
     "README.md": {"readme-reproduction": rep.summary_linking("docs/reproduction.md"),
                   "readme-leaderboard-status": lb.status,
                   "readme-leaderboard-top": lb.top,
-                  "readme-leaderboard-claims": lb.claims_summary},
+                  "readme-leaderboard-claims": lbv.claims_summary},
     "docs/leaderboard.md": {"leaderboard-status": lb.status, "leaderboard-screen": lb.screen,
-                            "leaderboard-choice": lb.choice, "leaderboard-ablation": lb.ablation,
-                            "leaderboard-top": lb.ranking, "leaderboard-statistics": lb.statistics,
-                            "leaderboard-cost": lb.cost, "leaderboard-v1": lb.v1,
-                            "leaderboard-claims": lb.claims, "leaderboard-figures": lb.figures},
+                            "leaderboard-choice": lb.choice, "leaderboard-top": lb.ranking,
+                            "leaderboard-stability": lb.stability, "leaderboard-ablation": lbv.ablation,
+                            "leaderboard-claims": lbv.claims, "leaderboard-statistics": lbv.statistics,
+                            "leaderboard-cost": lb.cost, "leaderboard-figures": lb.figures},
     "docs/reproduction.md": {"fedsynsam-summary": rep.summary_linking(""),
                              "fedsynsam-deviations": deviations.block_for("fedsynsam"),
                              **{f"fedsynsam-{t}": rep.target(t) for t in rep.TARGETS},
