@@ -36,7 +36,8 @@ ORDER_WORDS = {"appears": "appears", "reversed": "reversed", "within": "within t
                "unsettled": "not settled", "diverged": "{n} seed(s) diverged"}
 CLAIM_WORDS = {"supported": "supported", "contradicted": "contradicted", "inconclusive": "inconclusive",
                "waits": "waits for its runs: {recorded} of {expected} in `{evidence}`{set_aside}",
-               "set_aside": "; {n} legacy record(s) set aside"}
+               "set_aside": "; {n} legacy record(s) set aside",
+               "beyond_margin": "(larger than the paper's margin, not significant after Holm)"}
 # a paired unit's state (r["state"]), as counts name it
 STATE_NAMES = {"supported": "supported", "contradicted": "contradicted", "inconclusive": "inconclusive",
                "waits": "waiting for runs"}
@@ -330,11 +331,27 @@ def judge_paired(f, units: list[dict], adjusted: dict) -> None:
             r["state"] = "inconclusive"
         elif r["p_holm"] < alpha and r["ours"] * sign > 0:
             r["state"] = "supported"
-        elif (r["paper"] is not None and not r["lo"] <= r["paper"] <= r["hi"]) or r["hi"] * sign < 0:
+        elif _contradicts(r, sign):
             r["state"] = "contradicted"
         else:
             r["state"] = "inconclusive"
         r["verdict"] = fill(words[r["state"]], **_waiting(f, r, words))
+        if r["state"] == "inconclusive" and _beyond_margin(r, sign):
+            r["verdict"] += " " + words["beyond_margin"]
+
+
+def _contradicts(r: dict, sign: float) -> bool:
+    """Contradicted: the whole 95 % interval lies on the side of 0 opposite the paper's, or its paper-side bound
+    falls short of the paper's margin. An interval wholly past the paper's margin contradicts nothing: the claim
+    holds there in the paper's direction, it is only not significant after Holm (rule of 2026-11-29, fixed before
+    any v3 final was read; until then a margin outside the interval on either side read as contradicted)."""
+    far = max(r["lo"] * sign, r["hi"] * sign)  # the interval's bound on the paper's side
+    return far < 0 or (r["paper"] is not None and far < abs(r["paper"]))
+
+
+def _beyond_margin(r: dict, sign: float) -> bool:
+    """The whole interval lies past the paper's margin, on its side."""
+    return r["paper"] is not None and min(r["lo"] * sign, r["hi"] * sign) > abs(r["paper"])
 
 
 def _waiting(f, r: dict, words: dict) -> dict:
