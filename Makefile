@@ -31,7 +31,7 @@ test: venv  # the import layers first (.importlinter, docs/architecture.md): a n
 bench: venv  # make bench BENCH_ARGS=--quick: every benchmark at smoke size
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
-pages: venv  # the result pages (README, docs/leaderboard.md, docs/reproduction.md, docs/atlas.md) from the evidence
+pages: venv  # the result pages (README, docs/leaderboard.md, docs/reproduction*.md, docs/atlas.md) from the evidence
 	$(BIN)/python -m fedflat.evidence pages
 
 verify: venv  # re-run a sample of committed records from scratch at their commits (real data under data/): identical?

@@ -1,95 +1,154 @@
-"""The leaderboard page's v2 blocks rendered from complete synthetic stages in the real runs.csv format: every
-method's pick per partition with its edge marks, the trial counts, the ablation verdicts, the ranking; and every
-block waits while its stage is incomplete."""
-from fedflat.training.algorithms import PRESETS
+"""The leaderboard page's v3 blocks rendered from complete synthetic stages in the real runs.csv format (five paired
+final seeds, the rho = 0 twins on the same seeds): the choice, the ranking with its intervals, stability and bands,
+the stability block, the ablation's paired verdicts, the statistics; every block waits while its stage is
+incomplete."""
+import pytest
+
+from fedflat.evidence import blocks_lbverdicts as lbv
 from fedflat.evidence import blocks_leaderboard as lb
 from fedflat.pipeline.study import load_config_file
 
-from .lb_records import REPO, V2_CONFIG, complete_rows, lb_context, lb_row
+from .lb_records import V3_CONFIG, complete_rows, lb_context, lb_row
 
 
-def test_choice_ablation_and_ranking_blocks_from_complete_stages(tmp_path):
-    cfg = load_config_file(V2_CONFIG)["leaderboard"]
-    ctx = lb_context(tmp_path, complete_rows(cfg))
+@pytest.fixture(scope="module")
+def cfg():
+    return load_config_file(V3_CONFIG)["leaderboard"]
+
+
+def _acc(preset, part, seed):
+    """FedNSAM 1 point above the rest on every seed; FedSAM: seed 1 diverged, seed 3 collapsed (its three others
+    average 87, above everyone); FedGAMMA: every seed failed."""
+    if preset == "fedsam" and seed in (1, 3):
+        return None if seed == 1 else "collapsed"
+    if preset == "fedgamma":
+        return None
+    return (86.0 if preset == "fednsam" else 85.0) + seed
+
+
+def _row(text: str, start: str) -> str:
+    return next(r for r in text.splitlines() if r.startswith(start))
+
+
+def test_choice_ranking_and_stability_blocks_from_complete_stages(tmp_path, cfg):
+    ctx = lb_context(tmp_path, complete_rows(cfg, final_acc=_acc, rho0={("fednsam_s", "iid")}))
     text = lb.choice(ctx)
     assert "not complete" not in text
     assert "| FedSAM | 16 + 2 |" in text and "[edge: lr]" in text
     assert "every continued cell diverged" in text and "1 (partition, method) pairs: FedAvg on IID" in text
-    n = len(cfg["methods"])  # no screen records here, so every pick differs from the (absent) screen's best
-    assert f"for {n - 1} of {n} methods on IID, {n} of {n} methods on Dir(0.3)" in text
-    abl = lb.ablation(ctx)
-    n_rho = sum("rho" in g for g in cfg["methods"].values())
-    # pick 80 against its rho = 0 twin's 78: +2 points, beyond the final seeds' spread (85, 86, 87: std 1)
-    assert abl.count("| IID |") == n_rho and "+2.00 | 1.00 | the ascent helps" in abl
-    assert f"- IID: the ascent helps: {n_rho}." in abl
-    assert "| IID | FedSAM | FedAvg | 80.00 | 78.00 |" in abl and "| IID | FedTOGA | - |" in abl  # ρ = 0 is FedAvg
-    assert "FedSAM → FedAvg" in abl and "The screen holds no pair of such runs." in abl
-    # complete_rows continues every base method at its grid's top lr, the twins' lr: FedAvg's diverged on IID
-    # (statuses disagree), elsewhere 80 against the twins' 78
-    assert "the largest difference is 2.00 points (the median 2.00)" in abl
-    assert "No pick is at ρ = 0" in abl and "By code, over all " in abl
+    rank = lb.ranking(ctx)
+    iid = rank.split("**Dir(0.3)**")[0]
+    assert _row(iid, "| 1 | FedNSAM |") == "| 1 | FedNSAM | 88.00 [86.04, 89.96] | 5/5 | 1 | lr=1, ρ=0.01, λ=0.9 |"
+    # FedSAM's 3 completed seeds (85, 87, 89): ranked by their mean, its stability beside it
+    assert "| FedSAM | 87.00 [82.03, 91.97] | 3/5 |" in iid
+    # every other completed method is exactly 1 point below FedNSAM on every seed: band 2 (paired sd 0)
+    assert next(r for r in iid.splitlines() if "| FedProx |" in r).endswith("| 5/5 | 2 | lr=1, μ=0.01 |")
+    # FedGAMMA: every seed failed; FedAvg: no pick on IID: no rank, no band, at the bottom
+    assert "| - | FedGAMMA | no stable setting | 0/5 | - |" in iid and "| - | FedAvg | no stable setting | no pick | - |" in iid
+    rows = [r for r in iid.splitlines() if r.startswith("| ") and not r.startswith("| rank")]
+    assert [r.split(" | ")[1] for r in rows[-2:]] == ["FedAvg", "FedGAMMA"]  # last, by preset name
+    assert next(r for r in iid.splitlines() if "| FedNSAM-S |" in r).endswith("λ=0.9 (ρ = 0: the ascent off) |")
+    assert "Band 1 on IID (its head and every method not significantly below it after Holm's correction): FedNSAM " \
+           "(1 method)." in rank
     top = lb.top(ctx)
-    assert "not complete" not in top and top.count("\n") == 11  # header, rule and the top 10
-    full = lb.ranking(ctx).splitlines()
-    assert len(full) == 2 + len(cfg["methods"]) + 1 + len(cfg["partitions"])  # every method, then band 1 per partition
-    # every completed method has the same seeds (85, 86, 87), so all share the best one's band
-    head, names = full[-1].rsplit(": ", 1)
-    assert head == "- Band 1 on Dir(0.1) (within the pooled seed spread of the best method)"
-    assert names.endswith(f" ({len(cfg['methods'])} methods).")
-    assert set(names[:names.rindex(" (")].split(", ")) == {PRESETS.get(m).label for m in cfg["methods"]}
-    assert ", band 1) |" in full[2] and "band 1.0" not in "\n".join(full)  # bands print as integers
-    # FedAvg had no stable setting on IID: it ranks below every method that ran there
-    assert next(r for r in full if r.startswith("| FedAvg |")).split(" | ")[1] == f"no stable setting ({len(cfg['methods']):g})"
-    stats = lb.statistics(ctx)
-    assert "median seed std of final accuracy, IID | 1.00 points" in stats
-    n_pairs = len(cfg["methods"]) * len(cfg["partitions"])
-    assert f"(every continued cell diverged; no final run) | 1 of {n_pairs} |" in stats  # FedAvg on IID
-    # no Hessian in these records: the curvature rows are there, undefined, and counted
-    assert "| Spearman ρ(λ_max, final accuracy), IID, all methods | - [-, -], n = 0 |" in stats
-    assert "9 correlations are reported here (3 between partitions, 6 of curvature against accuracy)" in stats
+    assert top.count("\n") == 11 and "| FedNSAM | 88.00 [86.04, 89.96] (rank 1, band 1, 5/5) |" in top
+    stab = lb.stability(ctx)
+    n = len(cfg["methods"])
+    assert f"- {n - 3} of {n} methods completed every final seed on every partition." in stab
+    assert ("- IID: 7 of 280 final runs failed (6 diverged, 1 collapsed) in 2 methods; 1 method without a pick; "
+            "1 method with a pick and no completed seed.") in stab
+    assert "| FedSAM | 3/5: seed 1 diverged (round 120); seed 3 collapsed |" in stab
+    assert "| FedAvg | no pick | 5/5 | 5/5 |" in stab
 
 
-def test_blocks_wait_for_an_incomplete_stage(tmp_path):
+def test_the_ablation_is_paired_over_the_final_seeds_with_holm_over_every_twin(tmp_path, cfg):
+    """Every pick 1 point above its twin on every seed (85 + s against 84 + s): the ascent helps everywhere, except
+    where FedSAM's pick lost two seeds (still 3 paired, +1: helps) and FedGAMMA's every seed (not testable)."""
+    ctx = lb_context(tmp_path, complete_rows(cfg, final_acc=_acc))
+    abl = lbv.ablation(ctx)
+    n_rho = sum("rho" in g for g in cfg["methods"].values())
+    assert abl.count("| IID |") == n_rho
+    assert "| IID | FedSAM | FedAvg | 3/5 | 5/5 | 3 | +1.00 [+1.00, +1.00] | 0 | ascent helps |" in abl
+    assert "| IID | FedNSAM | FedAvg+Nesterov | 5/5 | 5/5 | 5 | +2.00 [+2.00, +2.00] | 0 | ascent helps |" in abl
+    assert "| IID | FedGAMMA | SCAFFOLD | 0/5 | 5/5 | 0 | - | - | not testable |" in abl
+    assert f"- IID: ascent helps {n_rho - 1}, not testable 1 (of {n_rho} twins)." in abl
+    assert "FedSAM → FedAvg" in abl and "The screen holds no pair of such runs." in abl
+    assert "No pick is at ρ = 0" in abl and "By code, over all " in abl
+
+
+def test_statistics_block_from_complete_stages(tmp_path, cfg):
+    ctx = lb_context(tmp_path, complete_rows(cfg, final_acc=_acc))
+    stats = lbv.statistics(ctx)
+    # every complete pair differs by a constant (paired sd 0): nothing smaller is missed
+    assert "| power, IID: the smallest mean paired difference detected with 80 % power (α = 0.05, 5 seeds" in stats
+    # FedAvg (no pick on IID) is absent from the IID blocks: left out of the Friedman test
+    assert "| left out of the Friedman test (absent from a block: no pick on a partition) | FedAvg |" in stats
+    k = len(cfg["methods"]) - 1
+    assert f"| Friedman test over 15 (partition, seed) blocks, {k} methods" in stats
+    assert "| not significantly different from the best mean rank (FedNSAM, " in stats
+    # no Hessian in these records: the curvature rows are there, undefined
+    assert "| Spearman ρ(λ_max, final accuracy), IID, all methods | - [-, -], n = 0: undefined |" in stats
+    assert "9 correlations are reported here (3 between partitions, 6 of curvature against accuracy" in stats
+
+
+def test_statistics_say_no_detectable_correlation_where_the_interval_contains_zero(tmp_path, cfg):
+    """Accuracy and lambda_max unrelated across methods on every partition: the bootstrap interval covers 0."""
+    import numpy as np
+
+    rows = complete_rows(cfg, final_acc=lambda preset, part, seed: 80.0 + (hash(preset) % 7) + 0.1 * seed)
+    rng = np.random.default_rng(0)
+    lam = {p: rng.uniform(1, 10) for p in cfg["methods"]}
+    for r in rows:
+        if r["experiments"].startswith("final_") and r["status"] == "completed":
+            r["lambda_max"] = lam[r["preset"]]
+    stats = lbv.statistics(lb_context(tmp_path, rows))
+    line = _row(stats, "| Spearman ρ(λ_max, final accuracy), IID, all methods |")
+    lo, hi = (float(x) for x in line.split("[")[1].split("]")[0].split(", "))
+    assert lo <= 0 <= hi and line.endswith(": no detectable correlation |")
+
+
+def test_blocks_wait_for_an_incomplete_stage(tmp_path, cfg):
     ctx = lb_context(tmp_path, [lb_row("cont", "iid", "fedsam", "FedSAM", 0.1, {"rho": 0.05}, 0, 80.0)])
-    cfg = load_config_file(V2_CONFIG)["leaderboard"]
     cells = len(cfg["methods"]) * cfg["tuning"]["continuation"]["cells"] * len(cfg["partitions"])
     assert lb.choice(ctx).startswith(f"The continuation is not complete in the evidence (1 of {cells}")
-    assert lb.ablation(ctx).startswith("The ablation stage is not complete in the evidence (0 runs; how many")
-    assert lb.top(ctx).startswith("The final stage is not complete in the evidence (0 runs; how many")
+    assert lbv.ablation(ctx).startswith("The ablation stage is not complete in the evidence (0 runs; how many")
+    for block in (lb.top, lb.ranking, lb.stability, lbv.claims, lbv.statistics):
+        assert block(ctx).startswith("The final stage is not complete in the evidence (0 runs; how many")
 
 
-def test_ranking_waits_for_the_last_final_run(tmp_path):
-    """A partial final stage never renders a partial ranking: one missing run of 3 x 164 keeps every
-    final-stage block waiting, with the count."""
-    cfg = load_config_file(V2_CONFIG)["leaderboard"]
+def test_ranking_waits_for_the_last_final_run_and_the_ablation_counts_five_seeds_per_twin(tmp_path, cfg):
+    """A partial final stage never renders a partial ranking: one missing run keeps every final-stage block
+    waiting, with the count; the ablation stage expects the final seeds for every twin (v3)."""
     ctx = lb_context(tmp_path, complete_rows(cfg, drop_final=1))
     n = (len(cfg["methods"]) * len(cfg["partitions"]) - 1) * len(cfg["seeds"])
     assert lb.top(ctx).startswith(f"The final stage is not complete in the evidence ({n - 1} of {n} runs)")
-    assert lb.statistics(ctx).startswith("The final stage is not complete")
-    assert lb.ablation(ctx).startswith("The final stage is not complete")
-    assert lb.stage_totals(ctx.evidence("leaderboard").runs(), cfg)["ablation"][1] == (
-        sum("rho" in g for g in cfg["methods"].values()) * len(cfg["partitions"]))
+    assert lbv.statistics(ctx).startswith("The final stage is not complete")
+    assert lbv.ablation(ctx).startswith("The final stage is not complete")
+    n_twins = sum("rho" in g for g in cfg["methods"].values()) * len(cfg["partitions"])
+    assert lb.stage_totals(ctx.evidence("leaderboard").runs(), cfg)["ablation"] == (5 * n_twins, 5 * n_twins)
 
 
-def test_status_counts_superseded_runs_apart(tmp_path):
+def test_status_counts_collapsed_runs_and_superseded_runs_apart(tmp_path):
     """Runs made at a pick since corrected sit in superseded.csv: the status block says how many, per stage, and
-    keeps them out of every stage count."""
+    keeps them out of every stage count; a collapsed run has its own column."""
     import pandas as pd
 
     from fedflat.evidence.records import COLUMNS
 
-    ctx = lb_context(tmp_path, [lb_row("final", "iid", "fedsam", "FedSAM", 0.1, {"rho": 0.05}, 0, 80.0)])
+    ctx = lb_context(tmp_path, [lb_row("final", "iid", "fedsam", "FedSAM", 0.1, {"rho": 0.05}, 0, 80.0),
+                                lb_row("final", "iid", "fedsam", "FedSAM", 0.1, {"rho": 0.05}, 1, None, "collapsed")])
     assert "superseded" not in lb.status(ctx)
     gone = [lb_row("final", "iid", "fednsam", "FedNSAM", 0.1, {"lam": 0.7}, s, 81.0) for s in (0, 1)]
     gone.append(lb_row("ablation", "iid", "fednsam", "FedNSAM", 0.1, {"lam": 0.7, "rho": 0.0}, 0, 80.0))
     pd.DataFrame(gone, columns=list(COLUMNS)).to_csv(tmp_path / "results/evidence/leaderboard/superseded.csv", index=False)
     text = lb.status(ctx)
-    assert "| final | 1 | 1 | 0 |" in text and "3 runs made at a pick since corrected (2 final, 1 ablation;" in text
+    assert "| final | 2 | 1 | 0 | 1 |" in text and "3 runs made at a pick since corrected (2 final, 1 ablation;" in text
 
 
-def test_figures_block_links_the_committed_pngs_once_all_four_are_there(tmp_path):
+def test_figures_block_links_the_committed_pngs_once_all_are_there(tmp_path):
     from fedflat.results.leaderboard.protocol import FIGURES
 
+    assert "critical_difference" in FIGURES
     ctx = lb_context(tmp_path, [])
     out = tmp_path / "figures/evidence/leaderboard"
     out.mkdir(parents=True)
@@ -99,7 +158,7 @@ def test_figures_block_links_the_committed_pngs_once_all_four_are_there(tmp_path
     assert lb.figures(ctx).startswith(f"Not in the committed evidence yet ({names[-1]})")
     (out / f"{names[-1]}.png").write_bytes(b"png")
     text = lb.figures(ctx)
-    assert text.count("![") == 4 and f"(../figures/evidence/leaderboard/{names[0]}.png)" in text
+    assert text.count("![") == len(FIGURES) and f"(../figures/evidence/leaderboard/{names[0]}.png)" in text
 
 
 def test_reduction_pairs_are_split_by_the_code_that_ran_them():
@@ -112,7 +171,7 @@ def test_reduction_pairs_are_split_by_the_code_that_ran_them():
         {"status": "completed", "base_status": "completed", "delta": 0.0, "same_code": False},
         {"status": "completed", "base_status": "completed", "delta": -1.25, "same_code": False},
         {"status": "diverged", "base_status": "completed", "delta": float("nan"), "same_code": False}])
-    text = lb._by_code_line(pairs)
+    text = lbv._by_code_line(pairs)
     assert text.startswith("By code, over all 5 such pairs")
     assert "the 2 whose runs share the commit and the backend agree in status in 2 and are identical in 1 of the 1 " \
            "that both completed;" in text

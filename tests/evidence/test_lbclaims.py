@@ -1,36 +1,56 @@
-"""The papers' headline comparisons re-asked on the leaderboard: the pairwise verdict (the tie bands' criterion,
-a diverged seed losing to a completed method), each proposed method's baselines read from its paper's catalog,
-and the block rendered from complete synthetic stages."""
-import numpy as np
+"""The papers' headline comparisons re-asked on the leaderboard (v3): a paired test per pair over the seeds both
+completed, Holm over each (paper, partition) family, a failed seed or a missing pick never a verdict; each proposed
+method's baselines read from its paper's catalog; the block rendered from complete synthetic stages, with a pick
+at rho = 0 marked."""
 import pytest
 import yaml
 
 import fedflat.plugins  # noqa: F401  (the composition root: registers the presets)
 from fedflat.training.algorithms import PRESETS
 from fedflat.core.errors import ConfigError
-from fedflat.evidence import blocks_leaderboard as lb
+from fedflat.evidence import blocks_lbverdicts as lbv
 from fedflat.evidence import lbclaims
 from fedflat.evidence.atlas import paper_study
 from fedflat.pipeline.study import load_config_file
 
-from .lb_records import REPO, V2_CONFIG, complete_rows, lb_context
+from .lb_records import REPO, V3_CONFIG, complete_rows, lb_context
 
 
-def _cell(acc, ok=True):
-    return {"acc": np.array(acc, dtype=float), "ok": ok}
+def _seeds(*acc):
+    return dict(enumerate(float("nan") if a is None else a for a in acc))
 
 
-def test_verdict_uses_the_pooled_seed_std_and_lets_divergence_lose():
-    a = _cell([90.0, 91.0, 92.0])
-    d, s, v = lbclaims.verdict(a, _cell([88.0, 89.0, 90.0]))
-    assert (d, s, v) == (2.0, 1.0, lbclaims.BETTER)
-    assert lbclaims.verdict(_cell([88.0, 89.0, 90.0]), a)[2] == lbclaims.WORSE  # the sign matters
-    assert lbclaims.verdict(a, _cell([90.5, 91.5, 92.5]))[2] == lbclaims.WITHIN  # |-0.5| < 1
-    assert lbclaims.verdict(a, _cell([89.0, 90.0, 91.0]))[2] == lbclaims.BETTER  # |d| = s is not a tie (tie_bands: <)
-    # a completed method beats one with a diverged seed even when the latter's completed seeds score higher
-    assert lbclaims.verdict(a, _cell([95.0, 96.0], ok=False))[2] == lbclaims.BASELINE_DIVERGED
-    assert lbclaims.verdict(_cell([95.0, 96.0], ok=False), a)[2] == lbclaims.DIVERGED
-    assert lbclaims.verdict(_cell([], ok=False), _cell([], ok=False))[2] == lbclaims.BOTH
+def test_each_paper_and_partition_is_one_holm_family_of_paired_tests():
+    """FedNSAM 0.03 .. 0.04 above two baselines at raw p 0.030 and 0.040 on IID: both "better" alone, neither
+    after Holm over its family; on Dir(0.1) one baseline, the same difference: a family of one, "better". Another
+    paper's comparisons on IID do not enter FedNSAM's family."""
+    head = _seeds(90.0, 90.0, 90.0, 90.0, 90.0)
+
+    def below(m):
+        return _seeds(*(90.0 - m - d for d in (-2.0, -1.0, 0.0, 1.0, 2.0)))
+
+    acc = {("iid", "fednsam"): head, ("iid", "fedavg"): below(2.33), ("iid", "fedsam"): below(2.12),
+           ("dir0.1", "fednsam"): head, ("dir0.1", "fedavg"): below(2.33),
+           ("iid", "fedsol"): head, ("iid", "fedprox"): below(10.0)}
+    c = lbclaims.claims(acc, {"fednsam": ["fedavg", "fedsam"], "fedsol": ["fedprox"]}, ["iid", "dir0.1"])
+    v = {(r.proposed, r.partition, r.baseline): r for r in c.itertuples()}
+    assert v[("fednsam", "iid", "fedavg")].p < 0.05 and v[("fednsam", "iid", "fedsam")].p < 0.05
+    assert v[("fednsam", "iid", "fedavg")].verdict == v[("fednsam", "iid", "fedsam")].verdict == "not distinguishable"
+    assert v[("fednsam", "dir0.1", "fedavg")].verdict == "better"
+    assert ("fednsam", "dir0.1", "fedsam") not in v  # not ranked there: no pair
+    assert v[("fedsol", "iid", "fedprox")].verdict == "better" and len(c) == 4
+
+
+def test_a_failed_seed_leaves_its_pair_out_and_no_pick_is_not_testable():
+    """The baseline's seed 2 diverged: the pair is tested over seeds 0, 1, 3, 4 (the proposed seed 2 at 0 would
+    otherwise swing it); a baseline with no final run there (no pick) is not testable, never "better"."""
+    acc = {("iid", "fedsol"): _seeds(85.0, 86.0, 0.0, 84.0, 85.5), ("iid", "fedavg"): _seeds(86.0, 87.0, None, 85.0, 86.5)}
+    c = lbclaims.claims(acc, {"fedsol": ["fedavg", "fedprox"]}, ["iid"], present={("iid", "fedsol"), ("iid", "fedavg"),
+                                                                                    ("iid", "fedprox")})
+    r = c.set_index("baseline")
+    assert r.loc["fedavg", "n"] == 4 and r.loc["fedavg", "mean"] == pytest.approx(-1.0)
+    assert r.loc["fedavg", "verdict"] == "worse"
+    assert r.loc["fedprox", "verdict"] == "not testable" and r.loc["fedprox", "n"] == 0
 
 
 @pytest.mark.parametrize("proposed", sorted(lbclaims.HEADLINE))
@@ -48,24 +68,25 @@ def test_a_missing_table_is_named():
 
 
 def test_claims_block_from_complete_stages(tmp_path):
-    cfg = load_config_file(V2_CONFIG)["leaderboard"]
-    # FedNSAM 5 points above everyone (seed spread 1); FedSOL 5 below; the rest level
+    cfg = load_config_file(V3_CONFIG)["leaderboard"]
+    # FedNSAM 5 points above everyone on every seed; FedSOL 5 below; the rest level; FedNSAM's IID pick at rho = 0
     acc = {"fednsam": 90.0, "fedsol": 80.0}
-    ctx = lb_context(tmp_path, complete_rows(cfg, final_acc=lambda preset, part, seed: acc.get(preset, 85.0) + seed))
-    text = lb.claims(ctx)
+    ctx = lb_context(tmp_path, complete_rows(cfg, final_acc=lambda preset, part, seed: acc.get(preset, 85.0) + seed,
+                                             rho0={("fednsam", "iid")}))
+    text = lbv.claims(ctx)
     row = next(r for r in text.splitlines() if r.startswith("| FedNSAM |"))
-    # FedAvg had no stable setting on IID (complete_rows), so it loses there by divergence
-    assert row == ("| FedNSAM | Table 2: 8 baselines | better 7, better (baseline diverged) 1 (of 8) | better 8 (of 8) "
-                   "| better 8 (of 8) |")
-    assert "- FedNSAM" not in text  # nothing it does not win
+    # FedAvg had no pick on IID (complete_rows): not testable there, never a win
+    assert row == ("| FedNSAM | Table 2: 8 baselines | ρ = 0 pick (computes FedAvg+Nesterov): better 7, not testable 1 "
+                   "(of 8) | better 8 (of 8) | better 8 (of 8) |")
     sol = next(r for r in text.splitlines() if r.startswith("| FedSOL |"))
-    assert sol.endswith("| worse 7 (of 7) |") and "better (baseline diverged) 1, worse 6 (of 7)" in sol
-    assert "- FedSOL on Dir(0.1), not beaten: FedAvg (worse, Δ -5.00 ± 1.00)" in text
-    assert "FedSAM (worse, Δ -5.00 ± 1.00)" in text
-    short = lb.claims_summary(ctx)  # the README's: the same counts, the pairs left to the docs page
-    assert row in short and "- FedSOL" not in short and short.endswith("The pairs behind each count: `docs/leaderboard.md`.")
+    assert sol.endswith("| worse 6, not testable 1 (of 7) | worse 7 (of 7) | worse 7 (of 7) |")
+    assert "| FedSOL | Dir(0.1) | FedAvg | 5 | -5.00 [-5.00, -5.00] | 0 | worse |" in text
+    assert "| FedNSAM (ρ = 0: computes FedAvg+Nesterov) | IID | FedAvg | 0 | - | - | not testable |" in text
+    short = lbv.claims_summary(ctx)  # the README's: the same counts, the pairs left to the docs page
+    assert row in short and "| FedSOL | Dir(0.1) |" not in short
+    assert short.endswith("Every pair, with its difference and interval: `docs/leaderboard.md`.")
 
 
 def test_claims_block_waits_for_the_final_stage(tmp_path):
-    cfg = load_config_file(V2_CONFIG)["leaderboard"]
-    assert "not complete" in lb.claims(lb_context(tmp_path, complete_rows(cfg, drop_final=1)))
+    cfg = load_config_file(V3_CONFIG)["leaderboard"]
+    assert "not complete" in lbv.claims(lb_context(tmp_path, complete_rows(cfg, drop_final=1)))

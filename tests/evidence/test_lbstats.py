@@ -1,5 +1,6 @@
-"""The leaderboard's quoted statistics from evidence records: stages, the screen's choices and edges, the
-primary rank (diverged methods below every completed one), seed spread, partition correlations."""
+"""The leaderboard's evidence read by stage: stages, the screen's choices and edges, the continuation's picks,
+the final runs and the rho = 0 twins as leaderboard.ranking reads them, the curvature correlations, the reduction
+pairs."""
 import json
 
 import numpy as np
@@ -17,9 +18,9 @@ def _rec(exp, preset, part, seed, acc, lr=0.1, hparams=None, status="completed",
 
 def test_stage_counts():
     runs = pd.DataFrame([_rec("tune_dir0p3_fedavg", "fedavg", "dir0.3", 0, 80), _rec("tune_dir0p3_fedavg", "fedavg", "dir0.3", 0, 0, status="diverged"),
-                         _rec("final_iid", "fedavg", "iid", 0, 88)])
+                         _rec("final_iid", "fedavg", "iid", 0, 88), _rec("final_iid", "fedavg", "iid", 1, 10, status="collapsed")])
     c = lbstats.stage_counts(runs)
-    assert c.loc["screen"].tolist() == [2, 1, 1] and c.loc["final"].tolist() == [1, 1, 0]
+    assert c.loc["screen"].tolist() == [2, 1, 1, 0] and c.loc["final"].tolist() == [2, 1, 0, 1]
 
 
 def test_a_continued_rho0_cell_serves_the_ablation_too():
@@ -45,31 +46,33 @@ def test_screen_choices_mark_edges_and_rho_zero():
     assert ch.loc["fedavg", "lr"] == 0.05 and ch.loc["fedavg", "edges"] == [] and not ch.loc["fedavg", "rho0"]
 
 
-def test_primary_rank_puts_a_diverged_method_below_every_completed_one():
+def test_the_summary_ranks_the_evidence_by_the_declared_rule_and_lists_methods_without_a_pick():
+    """Records name partitions with their sampler (dir0.1-norep); the summary uses the config's names and order.
+    moon's every continued cell diverged on dir0.1: a row without seeds or rank."""
+    lb = {"partitions": ["iid", "dir0.1"], "statistics": {"alpha": 0.05}}
     rows = []
-    for seed in (0, 1):
-        rows += [_rec("final_iid", "fedavg", "iid", seed, 90.0 + 0.1 * seed), _rec("final_iid", "fedsam", "iid", seed, 90.05 + 0.1 * seed),
-                 _rec("final_iid", "fedprox", "iid", seed, 85.0)]
-    rows += [_rec("final_iid", "scaffold", "iid", 0, 99.0), _rec("final_iid", "scaffold", "iid", 1, 0, status="diverged"),
-             _rec("final_iid", "moon", "iid", 0, 50.0), _rec("final_iid", "moon", "iid", 1, 0, status="diverged")]
-    r = lbstats.primary_ranks(pd.DataFrame(rows)).set_index("preset")
-    assert r.loc["fedsam", "rank"] == 1 and r.loc["fedavg", "rank"] == 2 and r.loc["fedprox", "rank"] == 3
-    assert r.loc["scaffold", "rank"] == 4 and r.loc["moon", "rank"] == 5  # best completed seed of all, still below c
-    assert r.loc["fedavg", "band"] == r.loc["fedsam", "band"] == 1 and r.loc["fedprox", "band"] == 2
-    assert r.loc["scaffold", "mean"] == pytest.approx(99.0)
+    for seed in range(5):
+        rows += [_rec("final_dir0p1", "fedavg", "dir0.1-norep", seed, 80.0 + seed),
+                 _rec("final_dir0p1", "fedsam", "dir0.1-norep", seed, 81.0 + seed, hparams={"rho": 0.05}),
+                 _rec("final_iid", "fedavg", "iid", seed, 90.0 + seed)]
+    rows += [_rec("cont_dir0p1", "moon", "dir0.1-norep", 0, 0, status="diverged")]
+    s = lbstats.summary(pd.DataFrame(rows), lb)
+    assert list(zip(s["partition"], s["preset"])) == [("iid", "fedavg"), ("dir0.1", "fedsam"), ("dir0.1", "fedavg"),
+                                                      ("dir0.1", "moon")]
+    assert s["rank"].tolist()[:3] == [1, 1, 2] and s["band"].tolist()[:3] == [1, 1, 2] and np.isnan(s["rank"].iloc[3])
+    assert s["unstable"].tolist() == [False, False, False, True] and s["label"].iloc[1] == "FedSAM"
 
 
-def test_seed_spread_and_partition_correlation_by_hand():
-    rows = []
-    for i, p in enumerate(["m1", "m2", "m3", "m4"]):
-        for seed, off in ((0, 0.0), (1, 1.0)):
-            rows.append(_rec("final_iid", p, "iid", seed, 80 + i + off))
-            rows.append(_rec("final_dir0p1", p, "dir0.1-norep", seed, [3, 1, 2, 4][i] + off))
-    means = lbstats.final_means(pd.DataFrame(rows))
-    assert lbstats.median_seed_std(means)["iid"] == pytest.approx(np.sqrt(0.5))
-    (c,) = lbstats.partition_correlations(means)
-    # iid order m1<m2<m3<m4; dir order m2<m3<m1<m4: pairs discordant (m1,m2), (m1,m3) -> tau = (4 - 2) / 6
-    assert c["value"] == pytest.approx(2 / 6) and c["n"] == 4
+def test_twins_pair_with_the_picks_final_seeds():
+    """The twin's records (test split, the final seeds; read out of order) and the pick's final runs, each by seed;
+    the twin computes FedAvg (an exact reduction)."""
+    rows = [_rec("final_iid", "fedsam", "iid", s, 85.0 + s, hparams={"rho": 0.05}) for s in range(5)]
+    rows += [_rec("ablation_iid", "fedsam", "iid", s, 84.0 + s, hparams={"rho": 0.0}) for s in (4, 2, 0, 3)]
+    rows += [_rec("ablation_iid", "fedsam", "iid", 1, 0, hparams={"rho": 0.0}, status="collapsed")]
+    (t,) = lbstats.twins(pd.DataFrame(rows))
+    assert t["pick"] == {s: 85.0 + s for s in range(5)} and t["same_as"] == "fedavg"
+    assert {s: v for s, v in t["twin"].items() if not np.isnan(v)} == {0: 84.0, 2: 86.0, 3: 87.0, 4: 88.0}
+    assert np.isnan(t["twin"][1])
 
 
 def test_continuation_choice_is_the_best_full_horizon_cell_and_never_a_diverged_one():
@@ -89,28 +92,6 @@ def test_continuation_choice_is_the_best_full_horizon_cell_and_never_a_diverged_
     assert sam["lr"] == 0.1 and sam["params"] == {"rho": 0.01} and sam["score"] == pytest.approx(71.5)
     assert sam["continued"] == 3 and sam["diverged"] == 1
     assert ch.loc[("iid", "fedavg"), "lr"] == 0.1 and np.isnan(ch.loc[("dir0.1", "fedavg"), "lr"])
-
-
-def test_ablation_verdict_against_the_final_seed_spread():
-    rows = [_rec("cont_iid", "fedsam", "iid", 0, 80.0, lr=0.1, hparams={"rho": 0.05}),
-            _rec("ablation_iid", "fedsam", "iid", 0, 78.0, lr=0.1, hparams={"rho": 0.0}),
-            _rec("cont_iid", "fedgamma", "iid", 0, 80.0, lr=0.1, hparams={"rho": 0.05}),
-            _rec("ablation_iid", "fedgamma", "iid", 0, 81.0, lr=0.1, hparams={"rho": 0.0}),
-            _rec("cont_iid", "fedsmoo", "iid", 0, 80.0, lr=0.1, hparams={"rho": 0.05}),
-            _rec("ablation_iid", "fedsmoo", "iid", 0, 83.0, lr=0.1, hparams={"rho": 0.0}),
-            _rec("cont_iid", "fedasam", "iid", 0, 80.0, lr=0.1, hparams={"rho": 0.1}),
-            _rec("cont_iid;ablation_iid", "fedasam", "iid", 0, 0, lr=0.1, hparams={"rho": 0.0}, status="diverged")]
-    for seed, off in ((0, 0.0), (1, 2.0)):  # final seed std: sqrt(2) = 1.41 for each method
-        rows += [_rec("final_iid", m, "iid", seed, 85.0 + off) for m in ("fedsam", "fedgamma", "fedsmoo", "fedasam")]
-    v = lbstats.ablation_verdicts(pd.DataFrame(rows)).set_index("preset")
-    assert v.loc["fedsam", "delta"] == pytest.approx(2.0) and v.loc["fedsam", "std"] == pytest.approx(np.sqrt(2))
-    assert v.loc["fedsam", "verdict"] == "the ascent helps"  # +2.00 > 1.41
-    assert v.loc["fedgamma", "verdict"] == "within the seed spread"  # -1.00
-    assert v.loc["fedsmoo", "verdict"] == "ρ = 0 is better"  # -3.00 < -1.41
-    # the twin (a continued cell too) diverged where the pick completed: the ascent is what keeps it stable
-    assert v.loc["fedasam", "verdict"] == "ρ = 0 diverged" and np.isnan(v.loc["fedasam", "delta"])
-    # the twin is, by an exact reduction, another ranked method (algorithms.reductions.RHO0)
-    assert v["same_as"].to_dict() == {"fedasam": "fedavg", "fedgamma": "scaffold", "fedsam": "fedavg", "fedsmoo": "feddyn"}
 
 
 def test_reduction_pairs_match_the_base_cell_at_the_same_lr_and_shared_keys():
@@ -135,8 +116,8 @@ def test_reduction_pairs_match_the_base_cell_at_the_same_lr_and_shared_keys():
 
 def test_flatness_accuracy_by_hand():
     """Five methods on IID: lambda_max falls as accuracy rises (rho = -1), the flatness distance rises with it
-    (rho = +1) and a diverged seed removes e's accuracy (n = 4); m1-m3 picked lr 0.1, the modal lr, so that
-    subset is reported too. Curvature averages the completed seeds only."""
+    (rho = +1); e's diverged seed leaves its completed seed's accuracy (v3: means over the completed seeds, n = 5);
+    m1-m3 picked lr 0.1, the modal lr, so that subset is reported too. Curvature averages the completed seeds."""
     rows = []
     for i, (p, lr) in enumerate([("m1", 0.1), ("m2", 0.1), ("m3", 0.1), ("m4", 0.3), ("e", 0.3)]):
         for seed in (0, 1):
@@ -145,8 +126,8 @@ def test_flatness_accuracy_by_hand():
             r.update({"lambda_max": 10.0 - i + (0.0 if seed == 0 else 0.5), "flatness_mean": 1.0 + i})
             rows.append(r)
     f = lbstats.flatness_accuracy(pd.DataFrame(rows)).set_index(["measure", "subset"])
-    assert f.loc[("lambda_max", "all"), "r"] == pytest.approx(-1.0) and f.loc[("lambda_max", "all"), "n"] == 4
-    assert f.loc[("flatness", "all"), "r"] == pytest.approx(1.0) and f.loc[("flatness", "all"), "left_out"] == 1
+    assert f.loc[("lambda_max", "all"), "r"] == pytest.approx(-1.0) and f.loc[("lambda_max", "all"), "n"] == 5
+    assert f.loc[("flatness", "all"), "r"] == pytest.approx(1.0) and f.loc[("flatness", "all"), "left_out"] == 0
     assert f.loc[("lambda_max", "lr = 0.1"), "n"] == 3
 
 

@@ -19,7 +19,8 @@ from fedflat.evidence.runs_schema import LATER_COLUMNS, RUNS_SCHEMA, read_runs
 from .helpers import one_line
 
 REPO = Path(__file__).resolve().parents[2]
-LB = REPO / "results/evidence/leaderboard/runs.csv"
+LB = REPO / "results/evidence/leaderboard_v2/runs.csv"
+FS = REPO / "results/evidence/fedsynsam/runs.csv"  # read by docs/reproduction.md (the v2 leaderboard page is frozen)
 
 
 def test_the_declaration_covers_the_records_and_the_committed_evidence_matches():
@@ -111,11 +112,11 @@ def repo_copy(tmp_path, monkeypatch):
 
 
 def test_pages_are_not_rendered_from_nan_in_completed_rows(repo_copy, capsys):
-    head, rows = _rows()
+    head, rows = _rows(FS)
     row, col, _ = _nan_in_completed(rows)
-    _write(repo_copy / "results/evidence/leaderboard/runs.csv", head, rows)
+    _write(repo_copy / "results/evidence/fedsynsam/runs.csv", head, rows)
     before = _fingerprint(repo_copy)
     assert evidence_main(["pages"]) == 2
-    one_line(capsys.readouterr().err, "fedflat.evidence: error: results/evidence/leaderboard/runs.csv",
+    one_line(capsys.readouterr().err, "fedflat.evidence: error: results/evidence/fedsynsam/runs.csv",
              f"row {row + 1}", f"column {col}")
     assert _fingerprint(repo_copy) == before

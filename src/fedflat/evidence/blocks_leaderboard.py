@@ -1,5 +1,7 @@
 """Generated blocks of docs/leaderboard.md and the README's leaderboard section, from the leaderboard's
-committed evidence and its config (never from run directories)."""
+committed evidence and its config (never from run directories): the status, the screen, the choice, the ranking
+and the stability (this module), the verdicts (evidence.blocks_lbverdicts). Every statistic is computed by
+fedflat.results.leaderboard.ranking under the config's declared `statistics:`, as the results table computes it."""
 from __future__ import annotations
 
 import math
@@ -45,7 +47,7 @@ def stage_totals(runs, lb: dict) -> dict[str, tuple[int, int | None]]:
         picks = lbstats.continuation_choices(runs, lb["tuning"].get("metric", "last10_acc"))
         picks = picks[picks["lr"].notna()]
         final = len(picks) * len(lb["seeds"])
-        ablation = len(lb["tuning"]["continuation"]["seeds"]) * sum(
+        ablation = len(lb["seeds"]) * sum(  # v3: every twin runs the final seeds
             ablation_cell(lb, r.preset, {"lr": r.lr, "params": r.params}) is not None for r in picks.itertuples())
     out["final"] = (_got(runs, "final"), final)
     out["ablation"] = (_got(runs, "ablation"), ablation)
@@ -77,15 +79,15 @@ def status(ctx) -> str:
         return "No leaderboard run is in the committed evidence yet."
     counts = lbstats.stage_counts(runs)
     lines = [f"Committed evidence: `results/evidence/leaderboard/runs.csv` ({len(runs)} runs; {n_methods} methods "
-             f"ranked by `config/leaderboard.yaml`).", "", "| stage | runs | completed | diverged |", "|---|---|---|---|"]
+             f"ranked by `config/leaderboard.yaml`).", "", "| stage | runs | completed | diverged | collapsed |",
+             "|---|---|---|---|---|"]
     for stage, row in counts.iterrows():
-        lines.append(f"| {stage} | {row['runs']} | {row['completed']} | {row['diverged']} |")
+        lines.append(f"| {stage} | {row['runs']} | {row['completed']} | {row['diverged']} | {row['collapsed']} |")
     screen = int(counts.loc["screen", "runs"]) if "screen" in counts.index else 0
     expected = n_methods * int(lb["tuning"]["trials"]) * len(lb["tuning"]["partitions"]) * len(lb["tuning"]["seeds"])
     shared = int(runs["experiments"].map(lambda e: len(lbstats.stages_of(e)) > 1).sum())
     if shared:
-        lines += ["", f"{shared} runs serve two stages and count in both: a continued ρ = 0 cell that is also the "
-                      f"ablation twin of a pick (the same settings, so the same run)."]
+        lines += ["", f"{shared} runs serve two stages and count in both (the same settings, so the same run)."]
     lines += ["", f"Screen: {screen} of {expected} trials in the evidence."]
     gone = ctx.evidence(STUDY).superseded()
     if len(gone):
@@ -137,76 +139,145 @@ def screen(ctx) -> str:
     return "\n".join(lines)
 
 
+def _pick_text(lb: dict, pick, computes: str | None) -> str:
+    """The pick's tuned setting, with "ρ = 0: computes M" where the pick switched the ascent off."""
+    from ..pipeline.report.grids import setting_text
+
+    if pick is None or math.isnan(pick.lr):
+        return "every continued cell diverged"
+    tuned = {k: pick.params.get(k) for k in lb["methods"].get(pick.preset, {})}  # the preset's defaults stay out
+    text = setting_text({"lr": pick.lr, **tuned})
+    if computes is not None:
+        text += f" (ρ = 0: computes {lbstats.method_label(computes)})" if computes else " (ρ = 0: the ascent off)"
+    return text
+
+
+def summary(ctx, runs, lb: dict):
+    """lbstats.summary of the evidence, once per render (every final-stage block reads it)."""
+    return ctx.memo(("leaderboard-summary", STUDY), lambda: lbstats.summary(runs, lb))
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def rho0_computes(runs) -> dict[tuple[str, str], str]:
+    """(partition, preset) -> the preset a pick at rho = 0 then computes ("" where no exact reduction holds)."""
+    z = lbstats.rho0_picks(runs)
+    return {(lbstats.config_partition(r.partition), r.preset): r.same_as for r in z.itertuples()}
+
+
+def interval(mean, lo, hi) -> str:
+    """'86.73 [86.51, 86.95]' (one completed seed: no interval; none: '-')."""
+    if mean is None or math.isnan(mean):
+        return "-"
+    return f"{mean:.2f}" + ("" if math.isnan(lo) else f" [{lo:.2f}, {hi:.2f}]")
+
+
+def _stability(r) -> str:
+    return "no pick" if r.unstable else f"{r.completed}/{r.seeds}"
+
+
+def _band(r) -> str:
+    return f"{r.band:g}" if not math.isnan(r.band) else "not testable" if r.completed == 1 else "-"
+
+
 def ranking(ctx) -> str:
-    """Every ranked method on every partition (the docs page); the README shows the top 10 (`top`)."""
-    return top(ctx, None)
+    """Every method on every partition, one table per partition in rank order (the docs page)."""
+    runs, lb, wait = _final_stage(ctx, "the ranking")
+    if wait:
+        return wait
+    s = summary(ctx, runs, lb)
+    picks = {(lbstats.config_partition(r.partition), r.preset): r for r in lbstats.continuation_choices(runs).itertuples()}
+    at0 = rho0_computes(runs)
+    lines = []
+    for part in lb["partitions"]:
+        lines += [f"**{_title(part)}**", "", "| rank | method | final accuracy (%) [95 % CI] | stability | band | pick |",
+                  "|---|---|---|---|---|---|"]
+        for r in s[s["partition"] == part].itertuples():
+            rank = f"{r.rank:g}" if not math.isnan(r.rank) else "-"
+            acc = interval(r.mean, r.lo, r.hi) if r.completed else "no stable setting"
+            lines.append(f"| {rank} | {r.label} | {acc} | {_stability(r)} | {_band(r)} | "
+                         f"{_pick_text(lb, picks.get((part, r.preset)), at0.get((part, r.preset)))} |")
+        first = s[(s["partition"] == part) & (s["band"] == 1)]
+        lines += ["", f"Band 1 on {_title(part)} (its head and every method not significantly below it after Holm's "
+                      f"correction): {', '.join(first['label']) or 'none'} ({_plural(len(first), 'method')}).", ""]
+    return "\n".join(lines[:-1])
 
 
 def top(ctx, n: int | None = 10) -> str:
-    runs, _, wait = _final_stage(ctx, "the ranking")
+    """The README's view: the ten best by mean rank (leaderboard.ranking.mean_ranks), one column per partition."""
+    from ..results.leaderboard.ranking import mean_ranks
+
+    runs, lb, wait = _final_stage(ctx, "the ranking")
     if wait:
         return wait
-    ranks = lbstats.primary_ranks(runs)
-    parts = _parts(ranks["partition"].unique())
-    wide = ranks.pivot(index="preset", columns="partition", values="rank")
-    order = ranks.groupby("preset")["mean_rank"].first().sort_values(kind="stable")
-    head = "| Method | " + " | ".join(_title(p) for p in parts) + " | mean rank |"
-    lines = [head, "|---" * (len(parts) + 2) + "|"]
-    by = {(r.preset, r.partition): r for r in ranks.itertuples()}
-    for preset in order.index[:n]:
+    s = summary(ctx, runs, lb)
+    at0 = rho0_computes(runs)
+    by = {(r.preset, r.partition): r for r in s.itertuples()}
+    parts = list(lb["partitions"])
+    lines = ["| Method | " + " | ".join(_title(p) for p in parts) + " | mean rank |", "|---" * (len(parts) + 2) + "|"]
+    for o in mean_ranks(s).head(n).itertuples():
+        cells = []
+        for p in parts:
+            r = by.get((o.preset, p))
+            if r is None or math.isnan(r.rank):
+                cells.append("no stable setting" + (f" ({_stability(r)})" if r is not None else ""))
+                continue
+            mark = f"; ρ = 0: {lbstats.method_label(at0[(p, o.preset)]) if at0[(p, o.preset)] else 'ascent off'}" \
+                if (p, o.preset) in at0 else ""
+            cells.append(f"{interval(r.mean, r.lo, r.hi)} (rank {r.rank:g}, band {_band(r)}, {_stability(r)}{mark})")
+        lines.append(f"| {lbstats.method_label(o.preset)} | " + " | ".join(cells) + f" | {o.mean_rank:.2f} |")
+    return "\n".join(lines)
+
+
+def stability(ctx) -> str:
+    """Per method and partition: how many final seeds completed, and what the others did (diverged: the round its
+    weights or loss became non-finite; collapsed: chance accuracy with an exploding loss at the end)."""
+    runs, lb, wait = _final_stage(ctx, "the stability of every method")
+    if wait:
+        return wait
+    s = summary(ctx, runs, lb)
+    fin = lbstats.stage_runs(runs, "final")
+    fin = fin.assign(part=fin["partition"].map(lbstats.config_partition))
+    bad = fin[fin["status"] != "completed"]
+    parts = list(lb["partitions"])
+    by = {(r.preset, r.partition): r for r in s.itertuples()}
+    shaky = sorted({r.preset for r in s.itertuples() if r.unstable or r.failed}, key=lbstats.method_label)
+    lines = [f"- {s['preset'].nunique() - len(shaky)} of {s['preset'].nunique()} methods completed every final seed "
+             f"on every partition."]
+    for p in parts:
+        sub, b = s[s["partition"] == p], bad[bad["part"] == p]
+        lines.append(f"- {_title(p)}: {len(b)} of {int(sub['seeds'].sum())} final runs failed ("
+                     f"{int((b['status'] == 'diverged').sum())} diverged, {int((b['status'] == 'collapsed').sum())} "
+                     f"collapsed) in {_plural(int((sub['failed'] > 0).sum()), 'method')}; "
+                     f"{_plural(int(sub['unstable'].sum()), 'method')} without a pick; "
+                     f"{_plural(int(((sub['completed'] == 0) & ~sub['unstable']).sum()), 'method')} with a pick and "
+                     f"no completed seed.")
+    if not shaky:
+        return "\n".join(lines)
+    lines += ["", "| Method | " + " | ".join(_title(p) for p in parts) + " |", "|---" * (len(parts) + 1) + "|"]
+    for preset in shaky:
         cells = []
         for p in parts:
             r = by.get((preset, p))
             if r is None:
                 cells.append("-")
-            elif r.unstable:
-                cells.append(f"no stable setting ({r.rank:g})")
-            elif r.diverged:
-                cells.append(f"diverged {r.diverged}/{r.seeds} ({_f(r.mean)}) ({r.rank:g})")
-            else:
-                cells.append(f"{_f(r.mean)} ± {_f(r.std)} ({r.rank:g}, band {r.band})")
-        label = ranks.loc[ranks["preset"] == preset, "label"].iloc[0]
-        lines.append(f"| {label} | " + " | ".join(cells) + f" | {order[preset]:.2f} |")
-    if n is None:  # the docs page: who cannot be told apart from the best, per partition
-        lines.append("")
-        for p in parts:
-            first = ranks[(ranks["partition"] == p) & (ranks["band"] == 1)].sort_values("rank", kind="stable")
-            lines.append(f"- Band 1 on {_title(p)} (within the pooled seed spread of the best method): "
-                         f"{', '.join(first['label'])} ({len(first)} method{'s' if len(first) != 1 else ''}).")
+                continue
+            seeds = bad[(bad["preset"] == preset) & (bad["part"] == p)].sort_values("seed")
+            why = "; ".join(f"seed {x.seed} {x.status}" + (f" (round {int(float(x.diverged_round))})"
+                                                           if x.status == "diverged" and _finite(x.diverged_round) else "")
+                            for x in seeds.itertuples())
+            cells.append(_stability(r) + (f": {why}" if why else ""))
+        lines.append(f"| {lbstats.method_label(preset)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def statistics(ctx) -> str:
-    runs, _, wait = _final_stage(ctx, "every statistic of the final runs")
-    if wait:
-        return wait
-    means = lbstats.final_means(runs)
-    spread = lbstats.median_seed_std(means)
-    corr = lbstats.partition_correlations(means)
-    fin = lbstats.stage_runs(runs, "final")
-    div = fin[fin["status"] != "completed"]
-    lines = ["| quantity | value |", "|---|---|"]
-    for p, v in spread.items():
-        lines.append(f"| median seed std of final accuracy, {_title(p)} | {_f(v)} points |")
-    for c in corr:
-        lines.append(f"| Kendall τ, {_title(c['a'])} vs {_title(c['b'])} (methods with every seed completed) | "
-                     f"{_f(c['value'])} [{_f(c['lo'])}, {_f(c['hi'])}], n = {c['n']} |")
-    lines.append(f"| diverged final runs | {len(div)} of {len(fin)} ({div[['partition', 'preset']].drop_duplicates().shape[0]} "
-                 f"(partition, method) pairs) |")
-    picks = lbstats.continuation_choices(runs)
-    lines.append(f"| (partition, method) pairs with no stable setting (every continued cell diverged; no final run) | "
-                 f"{int(picks['lr'].isna().sum())} of {len(picks)} |")
-    flat = lbstats.flatness_accuracy(runs)
-    names = {"lambda_max": "λ_max", "flatness": "flatness distance"}
-    for c in flat.itertuples():
-        subset = "all methods" if c.subset == "all" else f"methods at {c.subset.replace(' = ', '=')}"
-        lines.append(f"| Spearman ρ({names[c.measure]}, final accuracy), {_title(c.partition)}, {subset} | "
-                     f"{_f(c.r)} [{_f(c.lo)}, {_f(c.hi)}], n = {c.n} |")
-    lines += ["", f"{len(corr) + len(flat)} correlations are reported here ({len(corr)} between partitions, "
-              f"{len(flat)} of curvature against accuracy); intervals are 95 % percentile bootstraps over methods "
-              f"(pairs with a missing value dropped before resampling). Methods share parts, so they are not "
-              f"independent samples and the intervals are optimistic."]
-    return "\n".join(lines)
+def _finite(x) -> bool:
+    try:
+        return math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
 
 
 def cost(ctx) -> str:
@@ -223,7 +294,7 @@ def _parts(parts) -> list[str]:
 
 
 def choice(ctx) -> str:
-    """The v2 choice per partition, from the continuation's records: each method's pick with its edge marks."""
+    """The choice per partition, from the continuation's records: each method's pick with its edge marks."""
     from ..results.leaderboard.table import edges
     from ..pipeline.report.grids import setting_text
 
@@ -267,210 +338,8 @@ def choice(ctx) -> str:
     return "\n".join(lines)
 
 
-def ablation(ctx) -> str:
-    """Does each SAM-type method's ascent beat its own rho = 0, per partition, beyond the seed spread?"""
-    runs = ctx.evidence(STUDY).runs()
-    totals = stage_totals(runs, _config(ctx))
-    wait = _waiting(totals, "ablation", "the ρ = 0 ablation") or _waiting(
-        totals, "final", "the ablation's verdicts (judged against the final seeds' spread)")
-    if wait:
-        return wait
-    v = lbstats.ablation_verdicts(runs)
-    v.loc[~v["same_as"].isin(list(_config(ctx)["methods"])), "same_as"] = ""  # only a method ranked here serves
-    label = _labels(runs)
-    parts = _parts(v["partition"].unique())
-    lines = ["| Partition | Method | ρ = 0 is | pick (val. %) | ρ = 0 (val. %) | Δ | seed std (final) | verdict |",
-             "|---|---|---|---|---|---|---|---|"]
-    for p in parts:
-        for r in v[v["partition"] == p].sort_values("delta", ascending=False, kind="stable").itertuples():
-            lines.append(f"| {_title(p)} | {r.label} | {label.get(r.same_as, '-')} | {_f(r.pick)} | {_f(r.ablation)} | "
-                         f"{'-' if math.isnan(r.delta) else f'{r.delta:+.2f}'} | {_f(r.std)} | {r.verdict} |")
-    counts = v.groupby("partition")["verdict"].value_counts().unstack(fill_value=0)
-    lines.append("")
-    for p in parts:
-        row = counts.loc[p] if p in counts.index else {}
-        lines.append(f"- {_title(p)}: " + ", ".join(f"{k}: {int(n)}" for k, n in row.items() if n) + ".")
-    pairs = lbstats.all_reduction_pairs(runs)  # each kind of pair computed once, read by stage below
-    by = {stage: pairs[pairs["stage"] == stage] for stage in ("screen", "ablation", "final")}
-    return "\n".join(lines + ["", _reductions_line(v, by["screen"], label, by["ablation"]),
-                              "", _rho0_picks_line(runs, label, _config(ctx)["methods"], by["final"]),
-                              "", _by_code_line(pairs)])
-
-
-def _rho0_picks_line(runs, label: dict, ranked, fin) -> str:
-    """The picks at rho = 0 (no twin): which method each then computes, and whether its final runs agree with
-    that method's own final runs (`fin`: the final stage's reduction pairs) where the two picked the same setting."""
-    z = lbstats.rho0_picks(runs)
-    if z.empty:
-        return "No pick is at ρ = 0: every SAM-type method kept its ascent on every partition."
-    z = z.assign(same_as=z["same_as"].where(z["same_as"].isin(list(ranked)), ""))
-    parts = _parts(z["partition"].unique())
-    names = []
-    for p in parts:
-        for r in z[z["partition"] == p].sort_values("label", kind="stable").itertuples():
-            names.append(f"{r.label} on {_title(p)}" + (f" (= {label.get(r.same_as, r.same_as)})" if r.same_as else ""))
-    text = (f"{len(z)} picks are at ρ = 0, where the validation choice switched the ascent off (so no twin): "
-            + "; ".join(names) + ". ")
-    if not len(fin):
-        return text + "None of them picked the setting its base method's own pick has."
-    n = fin.groupby(["partition", "preset"]).ngroups
-    return text + (f"{n} of them picked the same setting as the method they compute, so both ranked the same "
-                   f"computation; seed by seed, " + _pairs_text(fin, "final test accuracies") + ".")
-
-
-def _labels(runs) -> dict[str, str]:
-    """preset -> its label as the pages print it (lbstats.method_label)."""
-    return {p: lbstats.method_label(p) for p in runs["preset"].unique()}
-
-
-def _pair_counts(pairs):
-    """(status agrees, the differences where both completed, how many of those are 0) of reduction pairs."""
-    done = pairs["delta"].dropna()
-    return int((pairs["status"] == pairs["base_status"]).sum()), done, int((done == 0).sum())
-
-
-def _pairs_text(pairs, what: str = "validation scores") -> str:
-    """'their status agrees in a; of the n pairs that both completed, k have identical validation scores, ...'."""
-    agree, done, same = _pair_counts(pairs)
-    text = f"their status agrees in {agree} of {len(pairs)}"
-    if not len(done):
-        return text
-    return text + (f"; of the {len(done)} pairs that both completed, {same} have identical "
-                   f"{what}, and the largest difference is {done.abs().max():.2f} points (the median "
-                   f"{done.abs().median():.2f})")
-
-
-def _by_code_line(pairs) -> str:
-    """Every pair of runs an exact reduction says compute the same thing, split by whether the same code (commit and
-    local-step backend) ran both: the reduction predicts identical numbers only within the same code."""
-    parts = []
-    for same, who in ((True, "share the commit and the backend"),
-                      (False, "were made by different commits or backends (the fused compiled step or the eager one)")):
-        g = pairs[pairs["same_code"] == same]
-        if not len(g):
-            continue
-        agree, done, same = _pair_counts(g)
-        text = (f"the {len(g)} whose runs {who} agree in status in {agree} and "
-                f"are identical in {same} of the {len(done)} that both completed")
-        parts.append(text + (f" (the largest difference {done.abs().max():.2f} points)" if (done != 0).any() else ""))
-    return f"By code, over all {len(pairs)} such pairs (screen, twins and finals): " + "; ".join(parts) + "."
-
-
-def _reductions_line(v, screen, label: dict, served) -> str:
-    """Which twins are another ranked method (an exact reduction); which of them a continued run of that method
-    already had; and what the screen's pairs of such runs show."""
-    same = v[v["same_as"] != ""]
-    names = sorted({f"{label.get(r.preset, r.preset)} → {label.get(r.same_as, r.same_as)}" for r in same.itertuples()})
-    text = (f"ρ = 0 is another ranked method at the same setting for {len(same)} of the {len(v)} twins, by an exact "
-            f"reduction (`fedflat.algorithms.reductions`, each proved to 1e-12 on a tiny model by "
-            f"`tests/training/algorithms/test_rho0_reductions.py`): " + (", ".join(names) or "none") + ". ")
-    text += (f"For {len(served)} of them a continued cell of that method has the same setting on the same partition: "
-             + _pairs_text(served) + ". " if len(served) else "No continued cell of those methods has a twin's setting. ")
-    if not len(screen):
-        return text + "The screen holds no pair of such runs."
-    return text + (f"The screen holds {len(screen)} pairs of such runs (a ρ = 0 cell and its base method's cell at "
-                   f"the same lr and shared keys): " + _pairs_text(screen) + ".")
-
-
-def _move_cell(r) -> str:
-    """'23 → 12 (+11)': v1's rank, v2's rank among v1's methods and the places gained; ↓ v1 ranked it by re-runs
-    at a lower lr after a seed diverged; † v2's pick there is not the 50-round Dir(0.3) screen's best cell."""
-    v1 = f"{r.v1_rank:g}" + (" ↓" if r.v1_fallback == "yes" else "")
-    if math.isnan(r.v2_rank):
-        return f"{v1} → -"
-    v2 = f"{r.v2_rank:g}" + (" (no stable setting)" if r.v2_unstable else f" (diverged {r.v2_diverged})" if r.v2_diverged else "")
-    return f"{v1} → {v2} ({r.up:+g})" + ("" if r.screen_pick or r.v2_unstable else " †")
-
-
-def v1(ctx) -> str:
-    """What changed against v1: its published ranks against v2's, per partition, with the agreement."""
-    from . import lbv1
-
-    runs, lb, wait = _final_stage(ctx, "the comparison with v1's published ranks")
-    if wait:
-        return wait
-    m = lbv1.moves(runs, lbv1.published(ctx), lbv1.methods(ctx), lb)
-    parts = _parts(m["partition"].unique())
-    by = {(r.preset, r.partition): r for r in m.itertuples()}
-    order = m.groupby("preset", sort=False)["v1_rank"].mean().sort_values(kind="stable")
-    lines = ["| Method | " + " | ".join(f"{_title(p)}: v1 → v2" for p in parts) + " |", "|---" * (len(parts) + 1) + "|"]
-    for preset in order.index:
-        label = m.loc[m["preset"] == preset, "label"].iloc[0]
-        lines.append(f"| {label} | " + " | ".join(_move_cell(by[(preset, p)]) if (preset, p) in by else "-"
-                                                  for p in parts) + " |")
-    n_methods = len(lbv1.methods(ctx))
-    agree = lbv1.rank_agreement(m)
-    moved = m[m["up"].abs() > 5]
-    lines += ["", f"Ranks among v1's {n_methods} methods (v2's five 2025 methods left out of v2's ranks here). "
-              f"↓: v1 ranked the method by re-runs at a lower lr after a final seed diverged (the post-hoc fallback "
-              f"v2 removed). †: v2's pick on that partition differs from the best cell of the 50-round Dir(0.3) "
-              f"screen, the choice a v1-style rule (short horizon, one partition) takes from v2's grid.", ""]
-    for a in agree:
-        lines.append(f"- Kendall τ, v1 vs v2 ranks, {_title(a['partition'])}: {_f(a['value'])} "
-                     f"[{_f(a['lo'])}, {_f(a['hi'])}], n = {a['n']}.")
-    lines.append(f"- {len(moved)} of the {len(m)} published (method, partition) ranks moved by more than 5 places; "
-                 f"{int((~m['screen_pick'] & ~m['v2_unstable']).sum())} of the {len(m)} v2 picks differ from the "
-                 f"50-round screen's choice; {int((m['v1_fallback'] == 'yes').sum())} of the v1 ranks rested on "
-                 f"the fallback.")
-    lines += ["", f"{len(agree)} rank correlations are reported here; intervals are 95 % percentile bootstraps over "
-              f"the published methods (a selection, not a sample: v1 published the top 10 and the ranks it "
-              f"discussed), so read them as descriptive."]
-    return "\n".join(lines)
-
-
-def claims_summary(ctx) -> str:
-    """The README's view of `claims`: the verdict counts, without the pairs the proposed method does not win."""
-    return claims(ctx, details=False)
-
-
-def claims(ctx, details: bool = True) -> str:
-    """Each proposed method against the baselines of its paper's headline table, per partition (lbclaims)."""
-    from . import lbclaims
-
-    runs, lb, wait = _final_stage(ctx, "each paper's headline comparison")
-    if wait:
-        return wait
-    tables = {p: lbclaims.table_baselines(ctx.study(paper), table, p)
-              for p, (paper, table) in lbclaims.HEADLINE.items() if p in lb["methods"]}
-    c = lbclaims.claims(runs, {p: [b for b in bases if b in lb["methods"]] for p, (_, bases) in tables.items()})
-    ranks = lbstats.primary_ranks(runs)
-    label = dict(zip(ranks["preset"], ranks["label"]))
-    parts = _parts(c["partition"].unique())
-    counted = (lbclaims.BETTER, lbclaims.BASELINE_DIVERGED, lbclaims.WITHIN, lbclaims.WORSE, lbclaims.DIVERGED,
-               lbclaims.BOTH)
-    lines = ["| Method | its paper's table | " + " | ".join(_title(p) for p in parts) + " |",
-             "|---" * (len(parts) + 2) + "|"]
-    lost = []
-    for proposed, (ref, bases) in tables.items():
-        ranked = [b for b in bases if b in lb["methods"]]
-        cells = []
-        for p in parts:
-            sub = c[(c["proposed"] == proposed) & (c["partition"] == p)]
-            n = sub["verdict"].value_counts()
-            cells.append(", ".join(f"{v} {int(n[v])}" for v in counted if n.get(v, 0)) + f" (of {len(sub)})"
-                         if len(sub) else "-")
-            if len(unwon := sub[~sub["verdict"].isin([lbclaims.BETTER, lbclaims.BASELINE_DIVERGED])]):
-                lost.append(f"- {label.get(proposed, proposed)} on {_title(p)}, not beaten: " + "; ".join(
-                    f"{label.get(r.baseline, r.baseline)} ({r.verdict}"
-                    + (f", Δ {r.delta:+.2f} ± {_f(r.pooled_std)}" if not math.isnan(r.delta) else "") + ")"
-                    for r in unwon.sort_values("delta", kind="stable").itertuples()))
-        unranked = [b for b in bases if b not in lb["methods"]]
-        lines.append(f"| {label.get(proposed, proposed)} | {ref}: {len(ranked)} baselines"
-                     + (f" ({len(unranked)} not ranked here: {', '.join(unranked)})" if unranked else "")
-                     + " | " + " | ".join(cells) + " |")
-    lines += ["", "Verdict counts per partition: the proposed method's final test accuracy against each baseline's, "
-              "better or worse where the means (completed seeds) differ by at least the two methods' pooled seed "
-              "standard deviation, within the seed spread otherwise; a diverged final seed or no stable setting "
-              "loses to a method whose every seed completed."]
-    if not details:
-        lines[-1] += " The pairs behind each count: `docs/leaderboard.md`."
-        return "\n".join(lines)
-    lines[-1] += " Every pair the proposed method does not win, with Δ = proposed minus baseline (points) ± the pooled seed std:"
-    return "\n".join(lines + [""] + (lost or ["- none."]))
-
-
 def figures(ctx) -> str:
-    """The study's four figures, as committed with the evidence (figures/evidence/leaderboard/)."""
+    """The study's figures, as committed with the evidence (figures/evidence/leaderboard/)."""
     from ..results.leaderboard.protocol import FIGURES
 
     links = {name: ctx.figure_link("leaderboard", name) for name in FIGURES}

@@ -4,7 +4,7 @@ from the committed evidence of config/papers/tuning/fedsynsam_table1_direction.y
 config before its results were read:
 
   ordering   at the final round, the Dir(0.01) seed mean exceeds the IID seed mean by more than their pooled seed
-             standard deviation, sqrt((s_dir² + s_iid²) / 2): the project's tie band (docs/leaderboard.md);
+             standard deviation, sqrt((s_dir² + s_iid²) / 2): leaderboard v2's tie band (docs/leaderboard_v2.md);
   magnitude  the ratio of the seed means lies within ±25 % of the paper's ratio (1.69x to 2.81x for λ_max);
   reproduces both. The paper's values are of the final model (its round 300), so the verdict reads that round;
   the earlier rounds are shown to say whether the direction is a late or a lasting one.

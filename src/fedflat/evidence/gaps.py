@@ -6,7 +6,10 @@ A cause's label says how it was established (issue 48): `measured` (a rule fixed
 read, run on fresh runs, brings the score within 2 points of the paper's cell, not above it by more), `post_hoc` (its
 diagnostic was designed after the final runs were read), `inconclusive` (the seeds spread too widely to tell) or
 `unexplained` (every measured candidate ruled out, or the one left cannot be measured). `reason` is the label's one
-plain sentence. The cause file assigns causes to cells by target, row labels and column groups ("*": every one).
+plain sentence. The cause file assigns causes to cells by target, row labels and column groups ("*": every one),
+of the catalog's evidence unless an assignment names another (`evidence: <study>`: the cells of that study's table).
+A cause's `anchor` is the block that renders its evidence: `<id>` on docs/reproduction.md, or `<page>#<id>` on
+another page under docs/.
 tests/evidence/test_gaps.py fails when a gap in the committed evidence has no cause, so a new final run that opens a
 gap cannot land unexplained."""
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .compare import ours_text, signed
+from .legacy import label
 
 STATUSES = ("measured", "post_hoc", "inconclusive", "unexplained")
 LABEL = {"measured": "measured", "post_hoc": "post hoc", "inconclusive": "inconclusive", "unexplained": "unexplained"}
@@ -28,7 +32,7 @@ class Cause:
     status: str  # measured | post_hoc | inconclusive | unexplained
     reason: str  # the label's one plain sentence
     says: str  # the longer account (its numbers live in the block the anchor points at)
-    anchor: str  # docs/reproduction.md#<anchor>: where its measurement (or the plan to measure it) is rendered
+    anchor: str  # where its measurement (or the plan to measure it) is rendered: <id> or <page under docs/>#<id>
     diagnostic: str  # the target that measures it
 
 
@@ -53,6 +57,11 @@ def load_causes(path) -> tuple[dict[str, Cause], list[dict]]:
         if g.get("cause") not in causes:
             raise ConfigError(f"{path}: gaps[{i}].cause: {g.get('cause')!r} is not a cause of this file")
     return causes, gaps
+
+
+def cause_link(c: Cause) -> str:
+    """The link to a cause's block from a page under docs/."""
+    return c.anchor if "#" in c.anchor else f"#{c.anchor}"
 
 
 def _matches(sel, value: str, prefix: bool = False) -> bool:
@@ -92,27 +101,31 @@ def merge_shared(rows: list[dict]) -> list[dict]:
     return list(merged.values())
 
 
-def block_for(paper: str):
+def block_for(paper: str, legacy: str = "Legacy"):
+    """The gaps block of a paper's catalog; `legacy` names its records where they cannot be regenerated."""
     def block(ctx) -> str:
         causes, gaps = load_causes(ctx.config(f"papers/gaps/{paper}.yaml"))
+        gaps = [g for g in gaps if g.get("evidence", paper) == paper]  # the catalog's cells (the atlas's)
         rows = merge_shared(gap_rows(ctx.atlas(paper), gaps))
+        head = label(ctx.evidence(paper).runs(), legacy)
         if not rows:
             return "No reproduced cell lies more than 2 points from the paper in the committed evidence."
         count = {s: sum(1 for r in rows if r["cause"] and causes[r["cause"]].status == s) for s in STATUSES}
         none = sum(1 for r in rows if r["cause"] is None)
-        lines = [f"Gaps over 2 points in the committed evidence: {len(rows)} cells (a cell that several targets "
-                 f"share counts once). Causes, by how they were established: measured (a rule fixed before the "
-                 f"finals, on fresh runs, lands within 2 points of the paper): {count['measured']}; post hoc (a "
-                 f"diagnostic designed after the finals were read): {count['post_hoc']}; inconclusive (seed spread): "
-                 f"{count['inconclusive']}; unexplained: {count['unexplained']}; with none: {none}.", "",
-                 "| targets | row | column | paper | ours | Δ | cause |", "|---|---|---|---|---|---|---|"]
+        lines = [head, ""] if head else []
+        lines += [f"Gaps over 2 points in the committed evidence: {len(rows)} cells (a cell that several targets "
+                  f"share counts once). Causes, by how they were established: measured (a rule fixed before the "
+                  f"finals, on fresh runs, lands within 2 points of the paper): {count['measured']}; post hoc (a "
+                  f"diagnostic designed after the finals were read): {count['post_hoc']}; inconclusive (seed spread): "
+                  f"{count['inconclusive']}; unexplained: {count['unexplained']}; with none: {none}.", "",
+                  "| targets | row | column | paper | ours | Δ | cause |", "|---|---|---|---|---|---|---|"]
         for r in rows:
             c = causes.get(r["cause"]) if r["cause"] else None
-            why = f"[{c.name}](#{c.anchor}) ({LABEL[c.status]})" if c else "**none assigned**"
+            why = f"[{c.name}]({cause_link(c)}) ({LABEL[c.status]})" if c else "**none assigned**"
             lines.append(f"| {', '.join(f'`{t}`' for t in r['targets'])} | {r['row']} | {r['column']} | "
                          f"{r['paper']:.2f} | {ours_text(r['ours'])} | {signed(r['ours'] - r['paper'])} | {why} |")
         used = [causes[n] for n in dict.fromkeys(r["cause"] for r in rows if r["cause"])]
         lines += [""] + [f"- **{c.name}** ({LABEL[c.status]}): {c.reason} {c.says[0].upper() + c.says[1:]}. "
-                         f"{VERB[c.status]} `{c.diagnostic}`; see [its block](#{c.anchor})." for c in used]
+                         f"{VERB[c.status]} `{c.diagnostic}`; see [its block]({cause_link(c)})." for c in used]
         return "\n".join(lines)
     return block

@@ -1,18 +1,16 @@
 """Do the five papers' headline comparisons survive one protocol? Each proposed method against the baselines of
 its paper's headline table, on every leaderboard partition, by the final runs' test accuracy.
 
-A pair is judged by the tie bands' own criterion (util.stats.tie_bands): the two means differ by at least the
-pooled seed standard deviation of the two methods, or they are within the spread. A method with a diverged final
-seed, or with no stable setting on the partition, loses to one whose every seed completed (the primary rank's
-rule: stability is part of the score)."""
+v3 (config/leaderboard.yaml `statistics:`): each pair is a paired t-test of proposed minus baseline over the seeds
+both completed, with its 95 % interval; the comparisons of one paper on one partition are one family, corrected by
+Holm (leaderboard.ranking.family). "better" / "worse" only where the corrected p is below alpha, "not
+distinguishable" otherwise, "not testable" with fewer than two seeds both completed (a method with no pick, or
+whose seeds failed: its stability is stated apart, never folded into the verdict)."""
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from ..core.errors import ConfigError
-from ..core.util.rank_stats import pooled_std, within_spread
-from .lbstats import continuation_choices, stage_runs
 
 # proposed preset: (paper catalog under config/papers/, table key) -- the table whose rows are the paper's main
 # comparison (its first results table; FedSOL's Dirichlet half, the partition family the leaderboard ranks on).
@@ -23,8 +21,7 @@ HEADLINE = {
     "fedsynsam": ("fedsynsam", "table2_A_fmnist"),  # FedSynSAM Table II (A), Fashion-MNIST columns
     "fedtoga": ("fedtoga", "table1_upper"),       # FedTOGA Table 1 (upper): CIFAR-10, 100 clients
 }
-BETTER, WITHIN, WORSE = "better", "within the seed spread", "worse"
-BASELINE_DIVERGED, DIVERGED, BOTH = "better (baseline diverged)", "worse (diverged)", "both diverged"
+COLUMNS = ["proposed", "partition", "baseline", "n", "mean", "lo", "hi", "p", "p_holm", "verdict"]
 
 
 def table_baselines(study, table: str, proposed: str) -> tuple[str, list[str]]:
@@ -41,41 +38,22 @@ def table_baselines(study, table: str, proposed: str) -> tuple[str, list[str]]:
     return str(spec.get("ref", table)), out
 
 
-def _cells(runs: pd.DataFrame) -> dict[tuple[str, str], dict]:
-    """(partition, preset) -> {acc: completed seeds' final accuracy, ok: every seed completed}; a method with no
-    stable setting (every continued cell diverged, so no final run) is present with ok False."""
-    out = {}
-    for (part, preset), g in stage_runs(runs, "final").groupby(["partition", "preset"], sort=True):
-        done = g["status"] == "completed"
-        out[(part, preset)] = {"acc": g.loc[done, "final_acc"].astype(float).to_numpy(), "ok": bool(done.all())}
-    picks = continuation_choices(runs)
-    for r in picks[picks["lr"].isna()].itertuples():
-        out[(r.partition, r.preset)] = {"acc": np.array([]), "ok": False}
-    return out
+def claims(acc: dict[tuple[str, str], dict[int, float]], headline: dict[str, list[str]], partitions: list[str],
+           statistics: dict | None = None, present: set | None = None) -> pd.DataFrame:
+    """One row per (proposed method, partition, baseline) where both are ranked by the config (COLUMNS): the
+    paired test of proposed - baseline and its verdict, Holm over each (proposed, partition) family. `acc`:
+    (partition, preset) -> {seed: accuracy, NaN where failed} (leaderboard.ranking.seed_accuracies); a method
+    with no final run there (no pick) has none and its pairs are not testable. `present`: the (partition, preset)
+    pairs the ranking holds (default: those in `acc`)."""
+    from ..results.leaderboard.ranking import family
 
-
-def verdict(a: dict, b: dict) -> tuple[float, float, str]:
-    """(mean of a minus mean of b over completed seeds, their pooled seed std, a's verdict against b)."""
-    d = float(np.mean(a["acc"]) - np.mean(b["acc"])) if len(a["acc"]) and len(b["acc"]) else float("nan")
-    s = pooled_std(a["acc"], b["acc"])
-    if not a["ok"]:
-        return d, s, BOTH if not b["ok"] else DIVERGED
-    if not b["ok"]:
-        return d, s, BASELINE_DIVERGED
-    return d, s, WITHIN if within_spread(a["acc"], b["acc"]) else BETTER if d > 0 else WORSE
-
-
-def claims(runs: pd.DataFrame, headline: dict[str, list[str]]) -> pd.DataFrame:
-    """One row per (proposed method, partition, baseline ranked and run there): delta, pooled std, verdict."""
-    cells = _cells(runs)
+    present = set(acc) if present is None else present
     rows = []
     for proposed, bases in headline.items():
-        for part in sorted({p for p, _ in cells}):
-            if (part, proposed) not in cells:
+        for part in partitions:
+            if (part, proposed) not in present:
                 continue
-            for b in bases:
-                if (part, b) in cells:
-                    d, s, v = verdict(cells[(part, proposed)], cells[(part, b)])
-                    rows.append({"proposed": proposed, "partition": part, "baseline": b, "delta": d, "pooled_std": s,
-                                 "verdict": v})
-    return pd.DataFrame(rows, columns=["proposed", "partition", "baseline", "delta", "pooled_std", "verdict"])
+            fam = [{"proposed": proposed, "partition": part, "baseline": b, "a": acc.get((part, proposed), {}),
+                    "b": acc.get((part, b), {})} for b in bases if (part, b) in present]
+            rows += family(fam, statistics)
+    return pd.DataFrame(rows, columns=COLUMNS + ["a", "b", "seeds"])[COLUMNS]

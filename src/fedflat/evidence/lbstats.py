@@ -1,13 +1,13 @@
-"""The leaderboard's quoted statistics, computed from its evidence (runs.csv) alone: the screen's choices and
-edge-of-grid counts, seed spread, divergences, rank correlations between partitions. Each has a test."""
+"""The leaderboard's evidence (runs.csv) read by stage: the screen's choices and edge-of-grid counts, the
+continuation's picks (and those at rho = 0), the final runs and the rho = 0 twins as leaderboard.ranking reads
+them (the v3 statistics are computed there, once, for the pages and the results table alike), the curvature
+correlations, and the pairs of runs an exact reduction says compute the same thing. Each has a test."""
 from __future__ import annotations
 
 import json
 
 import numpy as np
 import pandas as pd
-
-from ..core.util.rank_stats import correlation, kendall, seed_std
 
 STAGES = {"tune_": "screen", "cont_": "continuation", "final_": "final", "ablation_": "ablation"}
 
@@ -35,14 +35,16 @@ def stage_runs(runs: pd.DataFrame, stage: str) -> pd.DataFrame:
 
 
 def stage_counts(runs: pd.DataFrame) -> pd.DataFrame:
-    """stage x (runs, completed, diverged), in the protocol's order; a run serving two stages counts in both."""
+    """stage x (runs, completed, diverged, collapsed), in the protocol's order; a run serving two stages counts in
+    both. Collapsed: finished at chance accuracy with an exploding loss (fl/engine.py), a failed run like a diverged
+    one."""
     rows = {}
     for stage in STAGES.values():
         status = stage_runs(runs, stage)["status"]
         if len(status):
             rows[stage] = {"runs": len(status), "completed": int((status == "completed").sum()),
-                           "diverged": int((status != "completed").sum())}
-    return pd.DataFrame.from_dict(rows, orient="index", columns=["runs", "completed", "diverged"])
+                           "diverged": int((status == "diverged").sum()), "collapsed": int((status == "collapsed").sum())}
+    return pd.DataFrame.from_dict(rows, orient="index", columns=["runs", "completed", "diverged", "collapsed"])
 
 
 def screen_choices(runs: pd.DataFrame, grids: dict[str, dict], lr: list, lr_only: list,
@@ -71,63 +73,56 @@ def screen_choices(runs: pd.DataFrame, grids: dict[str, dict], lr: list, lr_only
     return pd.DataFrame(out)
 
 
-def final_means(runs: pd.DataFrame) -> pd.DataFrame:
-    """method label x partition: mean final accuracy over completed seeds of the final stage (NaN if a seed
-    diverged: the strict rule), with the completed-seeds mean, seed std and seed count beside it."""
+def final_frame(runs: pd.DataFrame) -> pd.DataFrame:
+    """The final runs as leaderboard.ranking reads them: partition (the config's name), preset, seed, status,
+    final_acc (%)."""
     r = stage_runs(runs, "final")
-    rows = []
-    for (method, part), sub in r.groupby(["preset", "partition"], sort=True):
-        acc = sub["final_acc"].astype(float)
-        done = acc[sub["status"] == "completed"]
-        rows.append({"preset": method, "partition": part, "seeds": len(sub), "diverged": int((sub["status"] != "completed").sum()),
-                     "mean": float(done.mean()) if len(done) == len(sub) and len(done) else float("nan"),
-                     "mean_completed": float(done.mean()) if len(done) else float("nan"),
-                     "std": seed_std(done)})
-    return pd.DataFrame(rows)
+    return pd.DataFrame({"partition": r["partition"].map(config_partition), "preset": r["preset"],
+                         "seed": r["seed"].astype(int), "status": r["status"], "final_acc": r["final_acc"].astype(float)})
 
 
-def median_seed_std(means: pd.DataFrame) -> dict[str, float]:
-    """Per partition: the median over methods of the seed standard deviation of final accuracy."""
-    return {p: float(np.nanmedian(g["std"])) for p, g in means.groupby("partition")} if len(means) else {}
+def config_partition(partition: str) -> str:
+    """dir0.3-norep (a run's partition, with the sampler) -> dir0.3 (the config's, as the results table names it)."""
+    return str(partition).split("-")[0]
 
 
-def partition_correlations(means: pd.DataFrame, column: str = "mean") -> list[dict]:
-    """Kendall tau between the per-method scores of every pair of partitions, with its bootstrap interval over
-    methods (methods without a score on either side dropped before resampling) and n."""
-    wide = means.pivot(index="preset", columns="partition", values=column)
-    parts = list(wide.columns)
-    out = []
-    for i, a in enumerate(parts):
-        for b in parts[i + 1:]:
-            out.append({"a": a, "b": b, **correlation(wide[a].to_numpy(), wide[b].to_numpy(), kendall)})
-    return out
-
-
-def primary_ranks(runs: pd.DataFrame) -> pd.DataFrame:
-    """The primary rank per partition from the evidence, computed by the results table's own ranker
-    (leaderboard.results.per_method: methods whose every final seed completed by mean final accuracy, then every
-    method with a diverged seed, ordered by its completed seeds' mean; tie bands over the completed methods' seeds),
-    with the mean rank over partitions. A method whose every continued cell diverged on a partition has no final run
-    there; it ranks below every method that ran (`unstable`, no seed). `mean` and `std` are over completed seeds."""
-    from ..results.leaderboard.results import per_method
-
-    r = stage_runs(runs, "final")
+def unstable(runs: pd.DataFrame) -> dict[str, list[str]]:
+    """{partition: [preset]} of the methods with no pick there (every continued cell diverged), so no final run."""
     picks = continuation_choices(runs)
-    unstable = picks[picks["lr"].isna()]
-    parts = sorted(r["partition"].unique())
-    frame = pd.DataFrame({"partition": r["partition"], "method": r["preset"], "preset": r["preset"],
-                          "status": r["status"], "final_acc": r["final_acc"].astype(float)})
-    lost = {p: dict(zip(g["preset"], g["preset"])) for p, g in unstable.groupby("partition")}
-    agg = per_method(frame, parts, lost)
-    labels = {p: method_label(p) for p in set(unstable["preset"]) | set(r["preset"])}
-    df = pd.DataFrame({"partition": agg["partition"], "preset": agg["preset"], "label": agg["preset"].map(labels),
-                       "diverged": agg["diverged"].astype(int), "seeds": agg["seeds"].astype(int),
-                       "mean": agg["ok_acc"].astype(float), "std": agg["ok_std"].astype(float),
-                       "unstable": agg["unstable"].astype(bool), "rank": agg["rank"], "band": agg["band"].astype("Int64")})
-    df = df.sort_values(["partition", "rank"], kind="stable").reset_index(drop=True)
-    if len(df):
-        df["mean_rank"] = df.groupby("preset")["rank"].transform("mean")
-    return df
+    return {config_partition(p): sorted(g["preset"]) for p, g in picks[picks["lr"].isna()].groupby("partition")}
+
+
+def summary(runs: pd.DataFrame, lb: dict) -> pd.DataFrame:
+    """leaderboard.ranking.summarise of the final runs under the config's declared statistics (`lb`: the
+    leaderboard section), the methods with no pick included, with each preset's `label`, in the config's
+    partition order."""
+    from ..results.leaderboard.ranking import summarise
+
+    s = summarise(final_frame(runs), unstable(runs), lb.get("statistics"), list(lb["partitions"]))
+    return s.assign(label=s["preset"].map(method_label))
+
+
+def twins(runs: pd.DataFrame) -> list[dict]:
+    """Per (partition, SAM-type preset) with rho = 0 twin runs: {partition, preset, label, pick, twin: {seed:
+    accuracy}, same_as}: the pick's final seeds and the twin's (the same seeds, test split), as
+    leaderboard.ranking.ablation pairs them; `same_as`: the preset the twin is by an exact reduction, or ""."""
+    from ..training.algorithms.reductions import rho0_base
+    from ..results.leaderboard.ranking import seed_accuracies
+
+    abl = stage_runs(runs, "ablation")
+    if abl.empty:
+        return []
+    fin = seed_accuracies(final_frame(runs))
+    tw = seed_accuracies(pd.DataFrame({"partition": abl["partition"].map(config_partition), "preset": abl["preset"],
+                                       "seed": abl["seed"].astype(int), "status": abl["status"],
+                                       "final_acc": abl["final_acc"].astype(float)}))
+    params = {(config_partition(r.partition), r.preset): r.params for r in abl.itertuples()}
+    out = []
+    for (part, preset), twin in sorted(tw.items()):
+        same = rho0_base(preset, params[(part, preset)])
+        out.append({"partition": part, "preset": preset, "label": method_label(preset),
+                    "pick": fin.get((part, preset), {}), "twin": twin, "same_as": same[0] if same else ""})
+    return out
 
 
 def _grid_frame(sub: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -169,50 +164,22 @@ def rho0_picks(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.DataFrame:
     return at0.reset_index(drop=True)
 
 
-def ablation_verdicts(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.DataFrame:
-    """Per (partition, SAM-type preset) with a rho = 0 ablation run: the pick's full-horizon validation score,
-    its rho = 0 twin's, their difference, the seed spread of the method's final test accuracy, and the verdict
-    (leaderboard.stats.ascent_verdict, the leaderboard table's own rule); `same_as`: the preset the twin is by an
-    exact reduction (algorithms.reductions.RHO0), or "" where none holds."""
-    from ..training.algorithms.reductions import rho0_base
-    from ..results.leaderboard.stats import ascent_verdict
-
-    abl = stage_runs(runs, "ablation")
-    if abl.empty:
-        return pd.DataFrame()
-    from ..pipeline.report.grids import cell_means
-
-    picks = continuation_choices(runs, metric).set_index(["partition", "preset"])
-    fin = final_means(runs).set_index(["partition", "preset"]) if len(stage_runs(runs, "final")) else None
-    out = []
-    for (part, preset), sub in abl.groupby(["partition", "preset"], sort=True):
-        for (_, _, lr), score in cell_means(_grid_frame(sub, metric)).items():  # one rho = 0 cell per pick
-            pick = float(picks["score"].get((part, preset), float("nan")))
-            std = float(fin["std"].get((part, preset), float("nan"))) if fin is not None else float("nan")
-            d = pick - score
-            same = rho0_base(preset, sub["params"].iloc[0])
-            out.append({"partition": part, "preset": preset, "label": method_label(preset),
-                        "lr": lr, "pick": pick, "ablation": score, "delta": d, "std": std,
-                        "verdict": ascent_verdict(pick, score, std), "same_as": same[0] if same else ""})
-    return pd.DataFrame(out)
-
-
 def flatness_accuracy(runs: pd.DataFrame) -> pd.DataFrame:
     """The leaderboard table's flatness-vs-accuracy correlations (leaderboard.flatness.flatness_correlations, the
     same function) from the evidence: per partition, Spearman's rho of lambda_max and of the flatness distance
-    (means over completed seeds) against mean final accuracy (NaN where a seed diverged), over all methods and
-    over the methods at the most common picked lr, each with its bootstrap interval over methods."""
+    against final accuracy (all three means over the completed seeds), over all methods and over the methods at
+    the most common picked lr, each with its bootstrap interval over methods."""
     from ..results.leaderboard.flatness import flatness_correlations
 
     r = stage_runs(runs, "final")
     rows, chosen = [], {}
     for (part, preset), g in r.groupby(["partition", "preset"], sort=True):
         ok = g[g["status"] == "completed"]
-        rows.append({"partition": part, "method": preset,
-                     "final_acc": float(ok["final_acc"].mean()) if len(ok) == len(g) else float("nan"),
+        rows.append({"partition": config_partition(part), "method": preset,
+                     "final_acc": float(ok["final_acc"].astype(float).mean()) if len(ok) else float("nan"),
                      "lambda_max": float(ok["lambda_max"].astype(float).mean()) if len(ok) else float("nan"),
                      "flatness": float(ok["flatness_mean"].astype(float).mean()) if len(ok) else float("nan")})
-        chosen.setdefault(part, {})[preset] = {"lr": float(g["lr"].iloc[0])}
+        chosen.setdefault(config_partition(part), {})[preset] = {"lr": float(g["lr"].iloc[0])}
     agg = pd.DataFrame(rows, columns=["partition", "method", "final_acc", "lambda_max", "flatness"])
     return flatness_correlations(agg, chosen, sorted(chosen))
 
@@ -263,10 +230,11 @@ def reduction_pairs(runs: pd.DataFrame, stage: str = "screen", base_stage: str |
 
 
 def all_reduction_pairs(runs: pd.DataFrame) -> pd.DataFrame:
-    """Every pair of runs an exact reduction says compute the same thing, with `stage`: the screen's pairs, the
-    ablation twins against continued cells (both scored on validation), the finals seed by seed (final_acc)."""
+    """Every pair of runs an exact reduction says compute the same thing, with `stage`: the screen's pairs (on
+    validation), the rho = 0 twins against their base method's final runs and the finals seed by seed (both on
+    the test split, final_acc)."""
     out = [reduction_pairs(runs).assign(stage="screen"),
-           reduction_pairs(runs, "ablation", "continuation").assign(stage="ablation"),
+           reduction_pairs(runs, "ablation", "final", metric="final_acc").assign(stage="ablation"),
            reduction_pairs(runs, "final", metric="final_acc").assign(stage="final")]
     return pd.concat([o for o in out if len(o)] or out[:1], ignore_index=True)
 

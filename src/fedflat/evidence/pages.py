@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from . import blocks_lbverdicts as lbv
 from . import blocks_leaderboard as lb
 from . import blocks_reproduction as rep
 from . import blocks_studies as small
@@ -21,32 +22,35 @@ from .markers import replace
 from .store import Evidence, load
 
 ATLAS = "docs/atlas.md"
+METHODS = "docs/reproduction_methods.md"  # the reproduction's tuning stages, reading tests and diagnostics
 TUNING = "fedsynsam_tuning_fmnist_v2"
 
-# file -> {block name: renderer(ctx) -> Markdown}
+# file -> {block name: renderer(ctx) -> Markdown}; the blocks a finding declares (its `page:`) come on top of these,
+# e.g. FedSynSAM's verdict in README.md and docs/reproduction.md (config/papers/tuning/fedsynsam_fmnist_v3.yaml)
 PAGES: dict[str, dict[str, Callable]] = {
-    "README.md": {"readme-reproduction": rep.summary_linking("docs/reproduction.md"),
-                  "readme-leaderboard-status": lb.status,
+    "README.md": {"readme-leaderboard-status": lb.status,
                   "readme-leaderboard-top": lb.top,
-                  "readme-leaderboard-claims": lb.claims_summary},
+                  "readme-leaderboard-claims": lbv.claims_summary},
     "docs/leaderboard.md": {"leaderboard-status": lb.status, "leaderboard-screen": lb.screen,
-                            "leaderboard-choice": lb.choice, "leaderboard-ablation": lb.ablation,
-                            "leaderboard-top": lb.ranking, "leaderboard-statistics": lb.statistics,
-                            "leaderboard-cost": lb.cost, "leaderboard-v1": lb.v1,
-                            "leaderboard-claims": lb.claims, "leaderboard-figures": lb.figures},
+                            "leaderboard-choice": lb.choice, "leaderboard-top": lb.ranking,
+                            "leaderboard-stability": lb.stability, "leaderboard-ablation": lbv.ablation,
+                            "leaderboard-claims": lbv.claims, "leaderboard-statistics": lbv.statistics,
+                            "leaderboard-cost": lb.cost, "leaderboard-figures": lb.figures},
+    # the verdict, the deviations, one table per target, the causes
     "docs/reproduction.md": {"fedsynsam-summary": rep.summary_linking(""),
                              "fedsynsam-deviations": deviations.block_for("fedsynsam"),
                              **{f"fedsynsam-{t}": rep.target(t) for t in rep.TARGETS},
                              **{f"fedsynsam-{f}": rep.figure(f) for f in rep.FIGURES},
-                             "fedsynsam-gaps": gaps.block_for("fedsynsam"),
-                             "fedsynsam-fedgamma-rho": rep.study_table(TUNING, "rho_A_q8_fedgamma"),
-                             **{f"fedsynsam-{t.replace('_', '-')}": rep.study_table(TUNING, t)
-                                for t in ("colgrid_A_q8", "colgrid_A_k10", "fgread_A_topk", "colgrid_A_q8_duals",
-                                          "rhogrid_A_k10", "colgrid_B_k10", "rhogrid_B_k10", "efmodel_topk",
-                                          "rhogrid_C_k10", "edge_C_q4", "dyna_C_q4", "efmodel_q4", "tkread_A", "mlpread_A",
-                                          "colgrid_C_k10", "ef1x_C_k10")},
-                             "fedsynsam-table1-direction": direction.block,
-                             "fedsynsam-lr-sharpness": direction.lr_block},
+                             "fedsynsam-gaps": gaps.block_for("fedsynsam", legacy="Legacy v2")},
+    # what they rest on: the tuning stages, the reading tests and diagnostics, Table I's protocols and lr
+    METHODS: {"fedsynsam-fedgamma-rho": rep.study_table(TUNING, "rho_A_q8_fedgamma"),
+              **{f"fedsynsam-{t.replace('_', '-')}": rep.study_table(TUNING, t)
+                 for t in ("colgrid_A_q8", "colgrid_A_k10", "fgread_A_topk", "colgrid_A_q8_duals",
+                           "rhogrid_A_k10", "colgrid_B_k10", "rhogrid_B_k10", "efmodel_topk",
+                           "rhogrid_C_k10", "edge_C_q4", "dyna_C_q4", "efmodel_q4", "tkread_A", "mlpread_A",
+                           "colgrid_C_k10", "ef1x_C_k10")},
+              "fedsynsam-table1-direction": direction.block,
+              "fedsynsam-lr-sharpness": direction.lr_block},
     "docs/papers.md": {"fedsagd-stability-digits": small.fedsagd_stability},
     "docs/algorithms_sam.md": {"fedsol-combined-reading": small.fedsol_reading},
     "docs/fedsynsam.md": {"fedsynsam-tiny": small.fedsynsam_tiny},
@@ -173,7 +177,7 @@ def drift(ctx: Context | None = None) -> list[str]:
 
 
 # Where a measured number may only appear inside a generated block: whole pages, or (README) named sections.
-CHECKED = {"docs/leaderboard.md": None, "docs/reproduction.md": None,
+CHECKED = {"docs/leaderboard.md": None, "docs/reproduction.md": None, METHODS: None,
            "README.md": ("## Results on real data", "## Leaderboard: every method under one protocol"),
            **{page: ("## Measured",) for page in ("docs/papers.md", "docs/algorithms_sam.md", "docs/fedsynsam.md")}}
 

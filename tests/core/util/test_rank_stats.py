@@ -1,11 +1,11 @@
-"""fedflat.core.util.rank_stats: the project's one NaN-safe bootstrap, rank correlations, seed spread and tie bands,
-each against a hand computation."""
+"""fedflat.core.util.rank_stats: the project's one NaN-safe bootstrap and rank correlations, each against a hand
+computation."""
 import math
 
 import numpy as np
 import pytest
 
-from fedflat.core.util.rank_stats import bootstrap_ci, correlation, kendall, pooled_std, seed_std, spearman, tie_bands
+from fedflat.core.util.rank_stats import bootstrap_ci, correlation, kendall, spearman
 
 
 def test_kendall_and_spearman_by_hand():
@@ -39,20 +39,3 @@ def test_nan_pairs_are_dropped_before_resampling():
 
 def test_bootstrap_needs_three_pairs():
     assert all(math.isnan(v) for v in bootstrap_ci([1, np.nan, 3], [1, 2, np.nan]))
-
-
-def test_seed_and_pooled_std_by_hand():
-    assert seed_std([1.0, 3.0]) == pytest.approx(math.sqrt(2))
-    assert math.isnan(seed_std([1.0, np.nan]))
-    # a = {1, 3}: ss 2; b = {2, 4, 6}: ss 8; dof 3 -> sqrt(10/3)
-    assert pooled_std([1, 3], [2, 4, 6]) == pytest.approx(math.sqrt(10 / 3))
-
-
-def test_tie_bands_compare_with_the_band_head_not_the_neighbour():
-    cells = [("a", [90.0, 90.2]), ("b", [89.95, 90.05]), ("c", [89.8, 89.9]), ("d", [88.0, 88.1])]
-    # means 90.1, 90.0, 89.85, 88.05: a-b 0.1 < pooled sd 0.112 (band 1); c is 0.25 below the head a, pooled
-    # sd(a, c) 0.112 -> band 2; d far below -> band 3
-    assert tie_bands(cells) == {"a": 1, "b": 1, "c": 2, "d": 3}
-    chain = [("a", [10.0, 10.4]), ("b", [9.8, 10.2]), ("c", [9.6, 10.0])]
-    # a-b 0.2 < 0.283 (band 1); c vs head a: 0.4 >= 0.283 -> new band, although c-b 0.2 < 0.283
-    assert tie_bands(chain) == {"a": 1, "b": 1, "c": 2}

@@ -132,6 +132,14 @@ def test_a_paired_claim_is_supported_contradicted_or_inconclusive_against_the_pa
     assert claim([0.0, 0.1, -0.1, 0.05, -0.05], 3.0, "b")["verdict"] == "contradicted"  # 3 lies outside the interval
     assert claim([2.0, -1.5, 3.0, -2.0, 1.0], 1.0, "c")["verdict"] == "inconclusive"  # 0 and 1 both inside
     assert claim([-2.0, -2.1, -1.9, -2.05, -1.95], 2.0, "d")["verdict"] == "contradicted"  # the opposite side
+    # not significant and short of the paper's margin: the interval's paper-side bound (about 1.1) lies below 2
+    assert claim([1.0, 1.1, 0.9, 1.05, 0.95], 2.0, "e", alpha=1e-9)["verdict"] == "contradicted"
+    # past the paper's margin but not significant after Holm: inconclusive, said so (not contradicted)
+    wide = claim([2.0, 2.1, 1.9, 2.05, 1.95], 0.5, "f", alpha=1e-9)
+    assert wide["lo"] > 0.5 and wide["verdict"] == "inconclusive (larger than the paper's margin, not significant after Holm)"
+    # a negative paper margin mirrors every rule: past it (more negative) inconclusive, short of it contradicted
+    assert claim([-2.0, -2.1, -1.9, -2.05, -1.95], -0.5, "g", alpha=1e-9)["verdict"].startswith("inconclusive (larger")
+    assert claim([-1.0, -1.1, -0.9, -1.05, -0.95], -2.0, "h", alpha=1e-9)["verdict"] == "contradicted"
 
 
 def test_a_diverged_seed_is_a_failure_of_its_arm(tmp_path):

@@ -24,6 +24,8 @@ CLOSES = {"kind": "closes_shortfall", "candidates": {"field": "lr", "values": [0
     ({"spread": "maybe"}, "findings.f.spread: 'maybe' is not one of checked, ignored"),
     ({"candidates": None}, "findings.f.candidates: missing"),
     ({"units": [{"method": "no_such_preset"}]}, "no_such_preset"),
+    ({"records": "some"}, "findings.f.records: 'some' is not one of regenerable, all"),
+    ({"page": [{"file": "docs/p.md", "block": "b"}, {"file": "README.md"}]}, "findings.f.page: {file: <page under"),
 ])
 def test_bad_input_is_one_line_naming_the_finding_and_the_key(bad, says):
     with pytest.raises(ConfigError) as e:
@@ -71,6 +73,6 @@ def test_every_declaration_of_the_repository_is_valid_and_its_page_has_its_block
     studies = {(yaml.safe_load(p.read_text()) or {}).get("study") for p in (root / "config").rglob("*.yaml")}
     assert len(found) >= 14
     for f in found:
-        path, block = f.page
-        assert block in blocks((root / path).read_text(), path), (f.id, path, block)
+        for path, block in f.pages:
+            assert block in blocks((root / path).read_text(), path), (f.id, path, block)
         assert f.get("evidence") in studies, (f.id, f.get("evidence"))  # a study some config runs

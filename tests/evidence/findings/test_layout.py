@@ -81,7 +81,7 @@ def test_the_adopt_layouts_print_the_paper_the_cells_the_counts_and_the_pick(tmp
     assert across.endswith("Adopted: a; a: 2, b: 2.")  # a tie: the declared order
 
 
-def test_paired_claims_sharing_a_block_are_one_table_and_wait_as_one_line_before_their_records(tmp_path):
+def test_paired_claims_sharing_a_block_are_one_table_and_each_says_what_it_waits_for(tmp_path):
     claim = ("- {{id: {i}, question: {q}, kind: paired_claim, fixed: before_finals, evidence: {ev}, metric: final_acc,\n"
              "   seeds: [0, 1, 2], units: [{{name: u}}], treatment: {{preset: {p}}}, baseline: {{preset: fedavg}},\n"
              "   paper: {{value: 1.0}}, page: {{file: docs/new.md, block: claims}}}}\n")
@@ -94,10 +94,12 @@ def test_paired_claims_sharing_a_block_are_one_table_and_wait_as_one_line_before
     (tmp_path / "config/c.yaml").write_text("findings:\n" + claim.format(i="a", q="SAM beats Avg", ev="study", p="fedsam")
                                             + claim.format(i="b", q="LESAM beats Avg", ev="study", p="fedlesam"))
     text = render_all(Context(root=tmp_path, only=("docs/new.md",)))["docs/new.md"]
-    assert "| claim | paper | ours | 95 % interval | p (Holm) | detectable at 80 % power | verdict |" in text
-    assert "| SAM beats Avg | +1.00 | +1.00 |" in text and "| LESAM beats Avg | +1.00 | +0.00 |" in text
-    assert text.count("| claim |") == 1 and ": 1." in text  # one table, then the count of each verdict
+    assert "| claim | paper | ours (95 % interval) | p (Holm) | verdict | detectable at 80 % power |" in text
+    assert "| SAM beats Avg | +1.00 | +1.00 [" in text and "| LESAM beats Avg | +1.00 | +0.00 [" in text
+    assert text.count("| claim |") == 1  # one table, then the count of each verdict
+    assert "supported: 0; contradicted: 1; inconclusive: 1; waiting for runs: 0." in text
+    # before any record of their study, every claim is a line of the table saying what it waits for
     (tmp_path / "config/c.yaml").write_text("findings:\n" + claim.format(i="a", q="q", ev="later", p="fedsam"))
     text = render_all(Context(root=tmp_path, only=("docs/new.md",)))["docs/new.md"]
-    assert "The 1 claims declared for this block wait for their runs: no record of `later` is committed yet." in text
-
+    assert "| q | +1.00 | - | - | waits for its runs: 0 of 6 in `later` | - |" in text
+    assert "waiting for runs: 1." in text

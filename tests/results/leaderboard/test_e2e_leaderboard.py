@@ -18,7 +18,7 @@ from .helpers import REPO, small_config
 
 METHODS = {"fedavg": {}, "fedsam": {"rho": [0.0, 0.1]}}
 CONTINUATION = {"cells": 2, "seeds": [0]}
-FIGURES = ("pareto_communication", "pareto_compute", "flatness_vs_accuracy", "rank_stability")
+FIGURES = ("pareto_communication", "pareto_compute", "flatness_vs_accuracy", "rank_stability", "critical_difference")
 
 
 def _check_outputs(root: Path):

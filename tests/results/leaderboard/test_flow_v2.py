@@ -1,6 +1,7 @@
 """Leaderboard v2 on fake runs: the screen's best cells (never a diverged one) continue to the full horizon on
-every partition's validation split, each partition picks its own cell, SAM-type picks get their rho = 0 twin, and
-the table ranks diverged methods below every completed one, with tie bands, trial counts and the ablation."""
+every partition's validation split, each partition picks its own cell, SAM-type picks get their rho = 0 twin (v3:
+on the test split with the final seeds), and the table ranks by the completed seeds, with stability, bands, trial
+counts and the paired ablation."""
 import json
 from pathlib import Path
 
@@ -94,7 +95,7 @@ def test_each_partition_picks_its_own_cell_and_never_a_diverged_one(study):
     assert sam_iid.run_id() not in {r for r, _ in continuation_experiments(study)["iid"]}
 
 
-def test_the_table_ranks_diverged_methods_below_and_reports_the_ablation(study, tmp_path):
+def test_the_table_ranks_by_completed_seeds_and_reports_the_paired_ablation(study, tmp_path):
     for entries in continuation_experiments(study).values():
         for rid, _ in entries:
             _write_summary(Path(study.run_dir(rid)) / "summary.json", _cont_acc(study.runs[rid]))
@@ -111,8 +112,9 @@ def test_the_table_ranks_diverged_methods_below_and_reports_the_ablation(study, 
     LeaderboardTable.render(m, tmp_path / "lb")
     csv = pd.read_csv(tmp_path / "lb.csv")
     iid = csv[csv.partition == "iid"].set_index("method")
+    # FedSAM's one completed seed (70.0) sits just below FedNSAM's 70.05: third, with stability 1/2 and no band
     assert iid.loc["FedAvg", "rank"] == 1 and iid.loc["FedNSAM", "rank"] == 2 and iid.loc["FedSAM", "rank"] == 3
-    assert iid.loc["FedAvg", "band"] == 1 and iid.loc["FedNSAM", "band"] == 2
+    assert iid.loc["FedAvg", "band"] == 1 and iid.loc["FedNSAM", "band"] == 2 and iid.loc["FedSAM", "stability"] == 0.5
     md = (tmp_path / "lb.md").read_text()
     c = study.leaderboard["tuning"]["continuation"]
     assert (f"then each method's best {c['cells']} of those cells run the full "
@@ -120,7 +122,10 @@ def test_the_table_ranks_diverged_methods_below_and_reports_the_ablation(study, 
     header = md[md.index("## IID"):].splitlines()[2]
     assert "| Band " in header and "| Trials " in header and "## Does the ascent help? The ρ = 0 ablation" in md
     ab = md[md.index("## Does the ascent help?"):]
-    assert "the ascent helps" in ab  # FedNSAM: 75 (pick) vs 50 (rho = 0), far beyond its seed spread
+    # FedNSAM: 70.0, 70.1 (pick) against 50 (rho = 0) on the same two seeds: helps, after Holm over the twins;
+    # FedSAM's pick completed one seed: one pair, not testable
+    rows = {r.split("|")[2].strip(): r for r in ab.splitlines() if r.startswith("| IID")}
+    assert "ascent helps" in rows["FedNSAM"] and "not testable" in rows["FedSAM"]
     # FedSAM's twin is FedAvg; FedNSAM's (its lam kept) is FedAvg+Nesterov (algorithms.reductions)
     cells = {r.split("|")[2].strip(): r.split("|")[3].strip() for r in ab.splitlines() if r.startswith("| IID")}
     assert cells == {"FedSAM": "FedAvg", "FedNSAM": "FedAvg+Nesterov"}

@@ -110,7 +110,8 @@ def test_tiny_study_expands_the_tuning_grid_on_a_validation_split():
         s = study.runs[rid]
         assert s.training["holdout"] == 0.1 and s.training["rounds"] == 5 and s.seed == 0 and s.partition == "dir0.3-norep"
     assert study.tables["tuning"]["kind"] == "grid_search" and study.tables["leaderboard"]["kind"] == "leaderboard"
-    assert set(study.figures) == {"pareto_communication", "pareto_compute", "flatness_vs_accuracy", "rank_stability"}
+    assert set(study.figures) == {"pareto_communication", "pareto_compute", "flatness_vs_accuracy", "rank_stability",
+                                  "critical_difference"}
     fedacg = {(study.runs[r].hparams["lam"], study.runs[r].hparams["mu"]) for r, _ in study.experiments["tune_dir0p3_fedacg"]}
     assert len(fedacg) == 4  # two keys: 2 x 2
 

@@ -1,21 +1,12 @@
-"""The leaderboard's statistics on hand-made inputs: ranks, Pareto frontier, cost to reach, rank correlations."""
+"""The leaderboard's statistics on hand-made inputs: Pareto frontier, cost to reach, rank correlations (the v3 ranks
+and verdicts: test_ranking.py)."""
 import math
 
 import numpy as np
 import pytest
 
-from fedflat.results.leaderboard.stats import bootstrap_ci, kendall, pareto_front, ranks, spearman
+from fedflat.results.leaderboard.stats import bootstrap_ci, kendall, pareto_front, spearman
 from fedflat.core.util.curves import cost_to_reach
-
-
-def test_ranks_best_first_ties_shared_diverged_last():
-    r = ranks({"A": 80.0, "B": 85.0, "C": float("nan"), "D": 80.0, "E": 90.0})
-    assert r == {"E": 1.0, "B": 2.0, "A": 3.5, "D": 3.5, "C": 5.0}
-    # the same mean (89.01333...) from fractions (run directories) and from percentages (records) differs in its
-    # last bits: still a tie
-    a, b = 100 * np.mean([0.8910, 0.8887, 0.8907]), np.mean([89.12, 88.95, 88.97])
-    assert a != b and ranks({"a": a, "b": b, "c": 89.02}) == {"c": 1.0, "a": 2.5, "b": 2.5}
-    assert ranks({"a": 89.0133, "b": 89.0134}) == {"b": 1.0, "a": 2.0}  # a real difference still orders
 
 
 def test_pareto_front_keeps_only_undominated_points_by_increasing_cost():
@@ -51,10 +42,10 @@ def test_the_correlation_says_how_many_methods_it_rests_on():
     from fedflat.results.leaderboard.flatness import correlation, correlation_text
 
     x = [1.0, 2.0, float("nan"), 4.0, 3.0]  # the third method has no curvature (its Hessian is missing)
-    y = [80.0, float("nan"), 70.0, 79.0, 75.0]  # the second has a diverged seed: no mean accuracy
+    y = [80.0, float("nan"), 70.0, 79.0, 75.0]  # the second has no completed seed: no mean accuracy
     c = correlation(x, y)
     assert c["n"] == 3 and c["left_out"] == 1 and c["r"] == pytest.approx(-0.5)  # ranks (1,3,2) vs (3,2,1)
-    assert correlation_text(c).endswith("(n = 3; 1 diverged, left out)")
+    assert correlation_text(c).endswith("(n = 3; 1 without a completed seed, left out)")
     assert correlation_text(correlation([1.0, 2.0, 3.0], [3.0, 4.0, 5.0])) == "Spearman ρ = 1.00 [1.00, 1.00] (n = 3)"
 
 
@@ -77,3 +68,14 @@ def test_tied_labels_move_apart_in_order_and_stay_in_bounds():
     assert v[4] < v[1] < min(v[0], v[2], v[3])  # the order of distinct values is kept
     assert np.all(np.diff(np.sort(v)) >= 1.0 - 1e-12) and v.max() <= 5.5 and v.min() >= 0.5
     assert spread([1.0, 3.0], 1.0, 0.5, 5.5).tolist() == [1.0, 3.0]  # labels already apart do not move
+
+
+def test_the_critical_difference_diagram_joins_maximal_groups_within_the_cd():
+    from fedflat.results.leaderboard.cd_diagram import cliques, ticks
+
+    # 1 - 1.5 within 1.2, 1.5 - 2.6 within, 2.6 - 3 within, nothing reaches 5: three overlapping groups, 5 alone
+    assert cliques([1.0, 1.5, 2.6, 3.0, 5.0], 1.2) == [(0, 1), (1, 2), (2, 3)]
+    assert cliques([1.0, 1.1, 1.2, 3.0], 1.0) == [(0, 2)]  # (1, 2) lies inside (0, 2): not maximal, not drawn
+    assert cliques([1.0, 2.0], 1.0) == []  # a difference of exactly the cd is significant
+    assert cliques([1.0, 1.5], float("nan")) == []
+    assert ticks(56) == [1, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55] and ticks(3) == [1, 2, 3]

@@ -118,7 +118,7 @@ def _published_mean(table: dict, row: str, column: str) -> float:
 
 
 def test_every_claim_is_declared_before_the_finals_with_the_papers_margin(cfg):
-    findings = cfg["findings"]
+    findings = [f for f in cfg["findings"] if f["kind"] != "summary"]  # the claims (the summary counts them)
     ids = [f["id"] for f in findings]
     assert len(ids) == len(set(ids)) == 31
     kinds = {"paired_claim", "adopt_candidate", "closes_shortfall", "ordering"}

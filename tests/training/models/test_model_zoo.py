@@ -115,4 +115,4 @@ def test_mlp_training_jobs_take_one_thread_and_others_the_study_s():
     assert SINGLE_THREAD_MODELS <= set(MODELS.names())
     assert job_threads("mlp2", 2) == 1 and job_threads("mlp", 4) == 1
     assert job_threads("lenet5", 2) == 2 and job_threads("convnet_synsam", 3) == 3 and job_threads("resnet18", 1) == 1
-    assert "job_threads(STUDY.runs[wc.run].model, THREADS)" in (Path(__file__).parents[3] / "workflow/rules/train.smk").read_text()
+    assert "job_threads(_spec(wc.run).model, THREADS)" in (Path(__file__).parents[3] / "workflow/rules/train.smk").read_text()

@@ -1,5 +1,6 @@
 """Statistics every table and result page quotes, defined once: rank correlations and the one NaN-safe
-bootstrap of the project, seed spread, tie bands. Plain numpy/scipy on small arrays; each has a test."""
+bootstrap of the project (paired tests: util.paired; the leaderboard's ranks and bands: leaderboard.ranking).
+Plain numpy/scipy on small arrays; each has a test."""
 from __future__ import annotations
 
 import math
@@ -61,46 +62,3 @@ def correlation(x, y, stat: Callable = spearman, **kw) -> dict:
     xs, _ = _pairs(x, y)
     lo, hi = bootstrap_ci(x, y, stat, **kw)
     return {"value": stat(x, y), "lo": lo, "hi": hi, "n": int(len(xs))}
-
-
-def seed_std(values) -> float:
-    """Sample standard deviation (ddof 1) over seeds of one cell; NaN with fewer than two finite values."""
-    v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v)]
-    return float(np.std(v, ddof=1)) if len(v) > 1 else float("nan")
-
-
-def pooled_std(a, b) -> float:
-    """Pooled sample standard deviation of two cells' seeds (equal weights by degrees of freedom)."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
-    dof = len(a) + len(b) - 2
-    if dof < 1:
-        return float("nan")
-    ss = (np.var(a, ddof=1) * (len(a) - 1) if len(a) > 1 else 0.0) + (np.var(b, ddof=1) * (len(b) - 1) if len(b) > 1 else 0.0)
-    return float(math.sqrt(ss / dof))
-
-
-def within_spread(a, b) -> bool:
-    """Do two cells' seed means differ by less than their pooled seed standard deviation? (False where it is
-    undefined.) The tie bands' criterion, and the leaderboard's pairwise verdicts'."""
-    return bool(abs(float(np.nanmean(a)) - float(np.nanmean(b))) < pooled_std(a, b))
-
-
-def tie_bands(cells: list[tuple[str, list[float]]]) -> dict[str, int]:
-    """{name: band} for cells sorted best first by mean: a cell joins the band of the cell that opened the
-    current band while their means differ by less than the two cells' pooled seed standard deviation;
-    otherwise it opens the next band. Bands are numbered from 1. Comparing with the band's first cell (not
-    with the neighbour) keeps a band from chaining across many small steps."""
-    out: dict[str, int] = {}
-    band, head = 0, None
-    for name, vals in cells:
-        m = float(np.nanmean(vals)) if np.isfinite(np.asarray(vals, dtype=float)).any() else float("nan")
-        if head is not None and math.isfinite(m):
-            if within_spread(head[1], vals):
-                out[name] = band
-                continue
-        band += 1
-        head = (m, vals)
-        out[name] = band
-    return out

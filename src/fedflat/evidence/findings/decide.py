@@ -22,9 +22,10 @@ from __future__ import annotations
 import math
 
 from ...core.util.paired import detectable, holm, paired_t
+from ..legacy import legacy_only
 from .declared import filter_of, findings, fmt
 from .match import cell, coincide, complete, mask, mean, table_cell, values
-from .sources import (candidate_cells, catalog_values, exported_table, paper_of, preset_label, runs_of,
+from .sources import (all_runs_of, candidate_cells, catalog_values, exported_table, paper_of, preset_label, runs_of,
                       table_run_ids)
 
 CLOSES_WORDS = {"waits": "waits for its runs", "no_gap": "no gap to explain: the baseline lies within {tolerance} "
@@ -34,7 +35,12 @@ CLOSES_WORDS = {"waits": "waits for its runs", "no_gap": "no gap to explain: the
 ORDER_WORDS = {"appears": "appears", "reversed": "reversed", "within": "within the seed spread",
                "unsettled": "not settled", "diverged": "{n} seed(s) diverged"}
 CLAIM_WORDS = {"supported": "supported", "contradicted": "contradicted", "inconclusive": "inconclusive",
-               "waits": "waits for its runs"}
+               "waits": "waits for its runs: {recorded} of {expected} in `{evidence}`{set_aside}",
+               "set_aside": "; {n} legacy record(s) set aside",
+               "beyond_margin": "(larger than the paper's margin, not significant after Holm)"}
+# a paired unit's state (r["state"]), as counts name it
+STATE_NAMES = {"supported": "supported", "contradicted": "contradicted", "inconclusive": "inconclusive",
+               "waits": "waiting for runs"}
 
 
 def fill(template: str, **tokens) -> str:
@@ -198,6 +204,21 @@ def _arm(ctx, f, u: dict, name: str, runs, i: int, value=None) -> tuple[dict | N
     return cell(runs, [u.get("where") or {}, arm], metric, f.seeds, key), None
 
 
+def _set_aside(ctx, f, u: dict, i: int) -> int:
+    """How many legacy records the unit's two arms select: set aside by `records: regenerable` (said while it
+    waits). A `row` arm's are the legacy runs cells.csv lists for it; a filter arm's, those its filters hold for."""
+    legacy = ctx.memo(("legacy", f.get("evidence")), lambda: legacy_only(all_runs_of(ctx, f)))
+    n = 0
+    for name in ("treatment", "baseline"):
+        arm = {**(f.get(name) or {}), **(u.get(name) or {})}
+        if "row" in arm:
+            n += int(legacy["run_id"].isin(table_run_ids(ctx, f, u, arm["row"], f.where(f"units[{i}].{name}"))).sum())
+        elif "grid" not in arm and "table_csv" not in arm:
+            n += int((mask(legacy, u.get("where") or {}) & mask(legacy, arm)
+                      & legacy["seed"].isin(list(f.seeds)).to_numpy()).sum())
+    return n
+
+
 def _grid_arm(ctx, u: dict, arm: dict, value=None) -> dict | None:
     """The cell at the pick (or at `value`) of the complete grid the catalog follows for arm.method, in the unit
     of the `grid` finding whose fields the ordering unit shares."""
@@ -233,8 +254,12 @@ def ordering(ctx, f, runs) -> dict:
         if (a is None or b is None) and any("grid" in (f.get(k) or {}) for k in ("treatment", "baseline")):
             continue
         effect = {**(f.get("paper") or {}), **(u.get("paper") or {})}.get("value")  # the published effect, if given
-        r = {"unit": u, "cells": (a, b), "paper": effect if None in (pa, pb) else pa - pb, "p": math.nan,
+        # the declared effect; else the difference of the arms' published values (a `row` arm of a catalog table)
+        paper = effect if effect is not None or None in (pa, pb) else pa - pb
+        r = {"unit": u, "cells": (a, b), "paper": paper, "p": math.nan,
              **(_paired(a, b) if is_paired(f) else _compare(a, b, words))}
+        if is_paired(f) and f.records != "all":
+            r["set_aside"] = _set_aside(ctx, f, u, i)
         versus = {**(f.get("versus") or {}), **(u.get("versus") or {})}
         if "value" in versus:
             r["versus"] = _compare(_arm(ctx, f, u, "treatment", runs, i, versus["value"])[0],
@@ -299,17 +324,42 @@ def judge_paired(f, units: list[dict], adjusted: dict) -> None:
         r["detectable"] = detectable(r["spread"], r["n"], alpha)
         sign = 1.0 if not r["paper"] else math.copysign(1.0, r["paper"])
         if not r["complete"]:
-            r["verdict"] = words["waits"]
+            r["state"] = "waits"
         elif r["failed"]["treatment"]:
-            r["verdict"] = words["contradicted"]
+            r["state"] = "contradicted"
         elif r["failed"]["baseline"] or r["n"] < 2:
-            r["verdict"] = words["inconclusive"]
+            r["state"] = "inconclusive"
         elif r["p_holm"] < alpha and r["ours"] * sign > 0:
-            r["verdict"] = words["supported"]
-        elif (r["paper"] is not None and not r["lo"] <= r["paper"] <= r["hi"]) or r["hi"] * sign < 0:
-            r["verdict"] = words["contradicted"]
+            r["state"] = "supported"
+        elif _contradicts(r, sign):
+            r["state"] = "contradicted"
         else:
-            r["verdict"] = words["inconclusive"]
+            r["state"] = "inconclusive"
+        r["verdict"] = fill(words[r["state"]], **_waiting(f, r, words))
+        if r["state"] == "inconclusive" and _beyond_margin(r, sign):
+            r["verdict"] += " " + words["beyond_margin"]
+
+
+def _contradicts(r: dict, sign: float) -> bool:
+    """Contradicted: the whole 95 % interval lies on the side of 0 opposite the paper's, or its paper-side bound
+    falls short of the paper's margin. An interval wholly past the paper's margin contradicts nothing: the claim
+    holds there in the paper's direction, it is only not significant after Holm (rule of 2026-11-29, fixed before
+    any v3 final was read; until then a margin outside the interval on either side read as contradicted)."""
+    far = max(r["lo"] * sign, r["hi"] * sign)  # the interval's bound on the paper's side
+    return far < 0 or (r["paper"] is not None and far < abs(r["paper"]))
+
+
+def _beyond_margin(r: dict, sign: float) -> bool:
+    """The whole interval lies past the paper's margin, on its side."""
+    return r["paper"] is not None and min(r["lo"] * sign, r["hi"] * sign) > abs(r["paper"])
+
+
+def _waiting(f, r: dict, words: dict) -> dict:
+    """What a waiting unit waits for: {recorded} and {expected} runs of both arms, {evidence}, {set_aside}."""
+    a, b = r["cells"]
+    n = r.get("set_aside", 0)
+    return {"recorded": a["seeds"] + b["seeds"], "expected": a["need"] + b["need"], "evidence": f.get("evidence"),
+            "set_aside": fill(words["set_aside"], n=n) if n else ""}
 
 
 KIND = {"closes_shortfall": closes_shortfall, "adopt_candidate": adopt_candidate, "ordering": ordering,

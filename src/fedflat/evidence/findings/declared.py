@@ -14,17 +14,19 @@ from pathlib import Path
 
 from ...core.errors import ConfigError
 
-KINDS = ("adopt_candidate", "closes_shortfall", "ordering", "paired_claim")
+KINDS = ("adopt_candidate", "closes_shortfall", "ordering", "paired_claim", "summary")
 FIXED = ("before_finals", "post_hoc")
 COMMON = {"id", "question", "kind", "fixed", "fixed_note", "evidence", "catalog", "select", "units", "metric", "seeds",
-          "tolerance", "page", "intro", "words", "layout", "paper"}
+          "tolerance", "page", "intro", "words", "layout", "paper", "records"}
 KIND_KEYS = {"adopt_candidate": {"candidates", "per", "count", "coincide", "by", "grid"},
              "closes_shortfall": {"candidates", "baseline", "shown", "baseline_ok", "closes", "spread", "coincide"},
              "ordering": {"test", "treatment", "baseline", "alpha", "family", "summary", "order", "versus"},
-             "paired_claim": {"treatment", "baseline", "alpha", "family"}}
+             "paired_claim": {"treatment", "baseline", "alpha", "family"},
+             "summary": {"of", "untestable", "link"}}  # findings/summary.py: counts over groups of paired findings
 SIDES = ("within", "not_below", "not_above")  # |x - paper| <= tol; x >= paper - tol; x <= paper + tol
 CHOICES = {"baseline_ok": SIDES, "closes": SIDES, "spread": ("checked", "ignored"), "count": ("within", "alone"),
-           "by": ("within", "score"), "test": ("pooled_std", "paired_t")}
+           "by": ("within", "score"), "test": ("pooled_std", "paired_t"),
+           "records": ("regenerable", "all")}  # sources.runs_of: a legacy record feeds no verdict unless `all`
 MERGED = ("where", "paper", "treatment", "baseline")  # unit keys whose mappings merge across parts
 _ID = re.compile(r"^[A-Za-z0-9_]+$")
 
@@ -56,8 +58,18 @@ class Finding:
         return self.spec.get("metric", "final_acc")
 
     @property
+    def records(self) -> str:
+        return self.spec.get("records", "regenerable")
+
+    @property
+    def pages(self) -> list[tuple[str, str]]:
+        """(file, block) of every page block the finding renders into (`page`: one mapping, or a list of them)."""
+        raw = self.spec["page"]
+        return [(p["file"], p["block"]) for p in (raw if isinstance(raw, list) else [raw])]
+
+    @property
     def page(self) -> tuple[str, str]:
-        return self.spec["page"]["file"], self.spec["page"]["block"]
+        return self.pages[0]
 
     def where(self, key: str) -> str:
         return f"{self.source}: findings.{self.id}.{key}"
@@ -165,11 +177,13 @@ def check(f: dict, source: Path, experiments=None) -> Finding:
     for key in ("question", "evidence", "page"):
         if not f.get(key):
             raise ConfigError(f"{where(key)}: missing")
-    if f.get("fixed") not in FIXED:
+    if kind != "summary" and f.get("fixed") not in FIXED:  # a summary counts verdicts; it has no rule of its own
         raise ConfigError(f"{where('fixed')}: {f.get('fixed')!r} is not one of {', '.join(FIXED)} (when the rule was "
                           f"written, relative to the final runs it judges; post_hoc where unknown)")
-    if not isinstance(f["page"], dict) or set(f["page"]) != {"file", "block"}:
-        raise ConfigError(f"{where('page')}: {{file: <page under the repository>, block: <marker name>}}")
+    for p in f["page"] if isinstance(f["page"], list) else [f["page"]]:
+        if not isinstance(p, dict) or set(p) != {"file", "block"}:
+            raise ConfigError(f"{where('page')}: {{file: <page under the repository>, block: <marker name>}} (or a "
+                              f"list of them)")
     for key, allowed in CHOICES.items():
         if key in f and f[key] not in allowed:
             raise ConfigError(f"{where(key)}: {f[key]!r} is not one of {', '.join(allowed)}")
@@ -183,6 +197,8 @@ def check(f: dict, source: Path, experiments=None) -> Finding:
     if kind in ("adopt_candidate", "closes_shortfall") and not cands and not f.get("grid") \
             and not all("candidates" in u for u in units):
         raise ConfigError(f"{where('candidates')}: missing (the settings the rule compares)")
+    if kind == "summary":
+        _check_summary(f, where)
     if kind in ("ordering", "paired_claim") and not (f.get("treatment") or all("treatment" in u for u in units)):
         raise ConfigError(f"{where('treatment')}: missing (the arm the claim is about)")
     if kind == "closes_shortfall":
@@ -193,6 +209,23 @@ def check(f: dict, source: Path, experiments=None) -> Finding:
             if base not in [c["value"] for c in u.get("candidates") or cands]:
                 raise ConfigError(f"{where('baseline')}: {base!r} is none of the candidates' values")
     return Finding(fid, kind, f, tuple(units), tuple(cands), source)
+
+
+def _check_summary(f: dict, where) -> None:
+    """`of`: the groups a summary counts, each {name, where: a filter on the declarations' own keys}; `untestable`:
+    the catalog cells no run here can test, {why, catalog, treatment, baselines, cells: [{tables, columns}]}."""
+    groups = f.get("of")
+    if not isinstance(groups, list) or not groups or not all(
+            isinstance(g, dict) and g.get("name") and isinstance(g.get("where"), dict) for g in groups):
+        raise ConfigError(f"{where('of')}: a list of groups, each {{name: <shown>, where: {{<declared key>: value}}}}")
+    u = f.get("untestable")
+    if u is not None:
+        keys = {"why", "catalog", "treatment", "baselines", "cells", "name"}
+        bad = sorted(set(u) - keys) if isinstance(u, dict) else ["untestable"]
+        if bad or not all(u.get(k) for k in keys) or not all(
+                isinstance(c, dict) and c.get("tables") and c.get("columns") for c in u["cells"]):
+            raise ConfigError(f"{where('untestable')}: {{name, why, catalog, treatment: <row>, baselines: [<row>], "
+                              f"cells: [{{tables: [...], columns: [...]}}]}}")
 
 
 def load_file(path: Path) -> list[Finding]:

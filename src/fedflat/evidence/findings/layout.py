@@ -15,9 +15,11 @@ from __future__ import annotations
 import math
 
 from ..compare import signed
-from .decide import evaluate, fill, is_paired
+from ..legacy import label
+from .decide import STATE_NAMES, evaluate, fill, is_paired
 from .declared import findings, fmt
 from .match import cell_text
+from .summary import summary
 
 HEADS = {"@paper": "paper", "@verdict": "verdict", "@candidate": "candidate", "@value": "value", "@ours": "ours",
          "@spread": "pooled seed std", "@baseline": "baseline", "@interval": "95 % interval", "@p": "p (Holm)",
@@ -300,47 +302,57 @@ def render(ctx, f) -> str:
         text = fill(t, coincide=note, **tokens)
         if text or not t:
             after.append(text)
-    parts = [fill(f.get("intro") or "", **tokens), "\n".join(table), "\n".join(after)]
+    parts = [_legacy(f, runs), fill(f.get("intro") or "", **tokens), "\n".join(table), "\n".join(after)]
     return "\n\n".join(p for p in parts if p)
 
 
+def _legacy(f, cells: list) -> str:
+    """The block's first line where a finding reading every record (`records: all`) shows legacy ones."""
+    import pandas as pd
+
+    frames = [c["rows"] for c in cells if c is not None and c.get("rows") is not None and len(c["rows"])]
+    if f.records != "all" or not frames:
+        return ""
+    return label(pd.concat(frames).drop_duplicates("run_id"), (f.get("words") or {}).get("legacy", "Legacy"))
+
+
 def page_blocks(ctx) -> dict[str, dict]:
-    """{page: {block: renderer(ctx)}} of every declaration (several findings may share a block)."""
+    """{page: {block: renderer(ctx)}} of every declaration (several findings may share a block; a finding may
+    render into several pages)."""
     out: dict[str, dict] = {}
     for f in findings(ctx):
-        path, block = f.page
-        out.setdefault(path, {}).setdefault(block, []).append(f.id)
-    return {path: {block: _joined(ids) for block, ids in blocks.items()} for path, blocks in out.items()}
+        for path, block in f.pages:
+            out.setdefault(path, {}).setdefault(block, []).append(f.id)
+    return {path: {block: _joined(ids, path) for block, ids in blocks.items()} for path, blocks in out.items()}
 
 
-def _joined(ids: list[str]):
+def _joined(ids: list[str], page: str):
     def block(ctx) -> str:
         by_id = {f.id: f for f in findings(ctx)}
         fs = [by_id[i] for i in ids]
         if all(is_paired(f) for f in fs):
             return claims(ctx, fs)
-        return "\n\n".join(render(ctx, f) for f in fs)
+        return "\n\n".join(summary(ctx, f, page) if f.kind == "summary" else render(ctx, f) for f in fs)
     return block
 
 
+CLAIM_COLUMNS = ("claim", "paper", "ours (95 % interval)", "p (Holm)", "verdict", "detectable at 80 % power")
+
+
 def claims(ctx, fs: list) -> str:
-    """Paired claims sharing a block: one line per claim (its question, and its unit's fields where it has several),
-    the paper's effect, ours (the mean paired difference), the 95 % interval, the Holm-adjusted p, the difference the
-    design detects and the verdict; then the count of each verdict. Before any record of their studies exists, one
-    line says so."""
-    studies = sorted({f.get("evidence") for f in fs})
-    if not any(ctx.evidence(s).exists() for s in studies):
-        return (f"The {len(fs)} claims declared for this block wait for their runs: no record of "
-                + ", ".join(f"`{s}`" for s in studies) + " is committed yet.")
-    cols = ["@paper", "@ours", "@interval", "@p", "@detectable", "@verdict"]
-    lines = [_line(["claim"] + [HEADS[c] for c in cols]), "|" + "---|" * (len(cols) + 1)]
-    said: dict = {}
+    """Paired claims sharing a block: one line per claim (its question, and its unit's fields where it has several):
+    the paper's effect, ours (the mean paired difference with its 95 % interval), the Holm-adjusted p, the verdict
+    (while a claim waits, what it waits for: its runs recorded of those expected, the legacy records set aside) and
+    the difference the design detects; then the count of each verdict."""
+    lines = [_line(list(CLAIM_COLUMNS)), "|" + "---|" * len(CLAIM_COLUMNS)]
+    count = dict.fromkeys(STATE_NAMES, 0)
     for f in fs:
         units = evaluate(ctx, f)["units"]
         for r in units:
             extra = ", ".join(str(v) for k, v in r["unit"].items() if k not in RESERVED and k != "column"
                               and len(units) > 1)
-            lines.append(_line([f.get("question") + (f" ({extra})" if extra else "")]
-                               + [x for c in cols for x in _cell(f, r, c, None)]))
-            said[r["shown"]] = said.get(r["shown"], 0) + 1
-    return "\n".join(lines) + "\n\n" + "; ".join(f"{v}: {n}" for v, n in said.items()) + "."
+            ours = "-" if r["state"] == "waits" else f"{signed(r['ours'])} [{_num(r.get('lo'))}, {_num(r.get('hi'))}]"
+            lines.append(_line([f.get("question") + (f" ({extra})" if extra else ""), signed(r["paper"]), ours,
+                                _num(r.get("p_holm"), ".3g"), r["shown"], _num(r.get("detectable"))]))
+            count[r["state"]] += 1
+    return "\n".join(lines) + "\n\n" + "; ".join(f"{STATE_NAMES[s]}: {n}" for s, n in count.items()) + "."

@@ -159,7 +159,7 @@ def published(ctx, f, paper: dict) -> float | None:
     key = f.where("paper")
     if not catalog or not all(paper.get(k) for k in ("table", "row", "column")):
         raise ConfigError(f"{key}: {{table, row, column}} of the catalog named by `catalog`; got {paper}")
-    tables = ctx.memo(("catalog", catalog), lambda: _catalog_tables(ctx, catalog, key))
+    tables = ctx.memo(("catalog", catalog), lambda: catalog_tables(ctx, catalog, key))
     spec = tables.get(paper["table"])
     if spec is None:
         raise ConfigError(f"{key}.table: {paper['table']!r} is not a table of config/papers/{catalog}.yaml")
@@ -174,7 +174,7 @@ def published(ctx, f, paper: dict) -> float | None:
     return parse_published(row[groups.index(paper["column"])]).mean
 
 
-def _catalog_tables(ctx, catalog: str, key: str) -> dict:
+def catalog_tables(ctx, catalog: str, key: str) -> dict:
     import yaml
 
     path = ctx.config(f"papers/{catalog}.yaml")

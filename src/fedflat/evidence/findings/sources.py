@@ -4,12 +4,23 @@ values it uses), and the paper's published values."""
 from __future__ import annotations
 
 from ...core.errors import ConfigError
+from ..legacy import regenerable_only
 from .declared import fmt
 from .match import cell, prepared, published, spec_value
 
 
-def runs_of(ctx, f):
+def all_runs_of(ctx, f):
+    """Every committed record of the finding's evidence, legacy ones too."""
     return ctx.memo(("runs", f.get("evidence")), lambda: prepared(ctx.evidence(f.get("evidence")).runs()))
+
+
+def runs_of(ctx, f):
+    """The records the finding reads: only those that can be regenerated (`records: regenerable`, the default: a
+    legacy record never feeds a verdict, evidence/legacy.py), or every one (`records: all`, the findings written
+    over legacy evidence, whose block says so)."""
+    if f.records == "all":
+        return all_runs_of(ctx, f)
+    return ctx.memo(("runs", f.get("evidence"), "regenerable"), lambda: regenerable_only(all_runs_of(ctx, f)))
 
 
 def paper_of(ctx, f, u: dict, row: str | None = None) -> float | None:

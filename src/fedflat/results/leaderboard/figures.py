@@ -11,7 +11,8 @@ from .stats import kendall, pareto_front
 
 
 def _agg(m: dict, hessian: bool = False):
-    return per_method(load_runs(m["entries"], hessian=hessian), m["partitions"], unstable_methods(m["chosen"]))
+    return per_method(load_runs(m["entries"], hessian=hessian), m["partitions"], unstable_methods(m),
+                      m["protocol"].get("statistics"))
 
 
 def _legend(fig, methods: list[str], rows_below: bool = True) -> None:
@@ -65,7 +66,8 @@ def _dot(ax, x, y, label: str, hollow: bool = False) -> None:
 
 
 def pareto(m: dict, outs, cost: str, xlabel: str, unit: str = "") -> None:
-    """Final accuracy vs the cost to reach it, per method (mean over seeds); the Pareto frontier joined."""
+    """Final accuracy vs the cost to reach it, per method (means over the completed seeds); the Pareto frontier
+    joined."""
     import matplotlib.pyplot as plt
 
     apply_style()
@@ -90,7 +92,7 @@ def pareto(m: dict, outs, cost: str, xlabel: str, unit: str = "") -> None:
     axes[0][0].set_ylabel("final test accuracy (%)")
     _legend(fig, sorted(agg["method"].unique()))
     fig.suptitle(f"{m['title']}: final accuracy vs the cost to first reach {100 * REACH:g} % of it; dashed: Pareto frontier "
-                 f"(mean over seeds {m['protocol']['seeds']})", fontsize=9)
+                 f"(means over the completed seeds of {m['protocol']['seeds']})", fontsize=9)
     save_all(fig, outs)
 
 
@@ -123,7 +125,7 @@ def flatness_vs_accuracy(m: dict, outs) -> None:
             ax.set_xlabel(label)
             ax.set_ylabel("final test accuracy (%)")
     _legend(fig, sorted(agg["method"].unique()))
-    fig.suptitle("Does a flatter global model generalise better? One point per method (mean over seeds); λ_max: top "
+    fig.suptitle("Does a flatter global model generalise better? One point per method (means over the completed seeds); λ_max: top "
                  "eigenvalue of the training-loss Hessian;\nflatness distance: FedNSAM Def. 1; [95 % bootstrap interval "
                  "over methods]; hollow: a method whose chosen lr is not the most common one", fontsize=8)
     save_all(fig, outs)
@@ -143,8 +145,7 @@ def rank_stability(m: dict, outs) -> None:
     for meth, r in wide.iterrows():
         c = color_for(meth)
         ax.plot(x, r.to_numpy(), color=c, marker=marker_for(meth), ms=4, lw=1.1, alpha=0.9)
-    # tied ranks (every method with a diverged seed shares the last) would print their names on top of each
-    # other: the names move apart by one rank each, the points stay where they are
+    # the names stay one rank apart (ranks are distinct; spread keeps it so), the points where they are
     for col, dx, ha in ((0, -0.08, "right"), (len(parts) - 1, 0.08, "left")):
         ys = wide.iloc[:, col].to_numpy(dtype=float)
         ok = np.isfinite(ys)
@@ -154,7 +155,7 @@ def rank_stability(m: dict, outs) -> None:
     ax.set_xlim(-0.9, len(parts) - 0.1)
     ax.set_ylim(n + 0.5, 0.5)
     ax.set_yticks(range(1, n + 1, max(1, n // 12)))
-    ax.set_ylabel("rank (1 = highest mean final test accuracy)")
+    ax.set_ylabel("rank (1 = highest mean final test accuracy, completed seeds)")
     ax.grid(axis="x", alpha=0)
     tau = _corr_text(wide[parts[0]].to_numpy(), wide[parts[-1]].to_numpy(), kendall, "Kendall τ")
     ax.set_title(f"Rank stability, {partition_title(parts[0])} → {partition_title(parts[-1])}: {tau}\n"

@@ -22,7 +22,7 @@ def common_lr(methods, chosen: dict):
 
 def correlation(x, y, stat=spearman) -> dict:
     """stat(x, y) over the methods with both values, its 95 % bootstrap interval, how many methods it rests on
-    and how many were left out for want of a mean accuracy (a diverged seed)."""
+    and how many were left out for want of a mean accuracy (no completed seed)."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     lo, hi = bootstrap_ci(x, y, stat)
     return {"r": stat(x, y), "lo": lo, "hi": hi, "n": int((~(np.isnan(x) | np.isnan(y))).sum()),
@@ -38,7 +38,7 @@ def correlation_text(c: dict, name: str = "Spearman ρ", n: bool = True) -> str:
     head = f"{name}: undefined" if math.isnan(c["r"]) else f"{name} = {value_text(c)}"
     if not n:
         return head
-    return head + f" (n = {c['n']}" + (f"; {c['left_out']} diverged, left out)" if c["left_out"] else ")")
+    return head + f" (n = {c['n']}" + (f"; {c['left_out']} without a completed seed, left out)" if c["left_out"] else ")")
 
 
 def flatness_correlations(agg: pd.DataFrame, chosen: dict, partitions: list[str]) -> pd.DataFrame:

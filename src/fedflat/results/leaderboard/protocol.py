@@ -6,7 +6,7 @@ config/leaderboard.yaml is a study config whose `leaderboard:` section stands in
     dataset: fmnist             # a GPU box: --config leaderboard='{dataset: cifar10, model: resnet18}'
     model: mlp2
     partitions: [iid, dir0.3, dir0.1]
-    seeds: [0, 1, 2]
+    seeds: [0, 1, 2, 3, 4]      # paired: a seed fixes the data, sampling and initialisation for every method
     tuning:
       partitions: [dir0.3]      # where the grid runs; a partition not listed takes the first one's choice
       seeds: [0]
@@ -23,10 +23,11 @@ config/leaderboard.yaml is a study config whose `leaderboard:` section stands in
 `prepare` turns it, at parse time, into one tuning experiment per (tuning partition, method) -- the lr grid
 times the method's grid, with `training.holdout` and `tuning.rounds` -- and into the targets: tables
 `tuning` (grid_search) and `leaderboard`, figures pareto_communication, pareto_compute, flatness_vs_accuracy,
-rank_stability. Given the tuning's choice (fedflat.leaderboard.flow), it adds the final experiments
+rank_stability, critical_difference. Given the tuning's choice (fedflat.results.leaderboard.flow), it adds the final experiments
 `final_<partition>`: every method at its chosen lr and hyperparameters, all seeds, the full budget. A final
-seed that diverges counts as diverged in the rank: v1's post-hoc re-run at a lower lr (`on_divergence:
-lower_lr`) was removed in v2, and the key is refused unless it says `none`.
+seed that diverges or collapses has no accuracy and counts in the method's stability rate (v3: never in its rank;
+`statistics:`, fedflat.results.leaderboard.ranking): v1's post-hoc re-run at a lower lr (`on_divergence: lower_lr`) was
+removed in v2, and the key is refused unless it says `none`.
 """
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ TUNING_KEYS = ("partitions", "seeds", "rounds", "holdout", "metric", "trials", "
                "continuation")  # on_divergence: only `none` (v1's lower_lr was removed in v2)
 CONTINUATION_KEYS = ("cells", "seeds")
 FIGURES = {"pareto_communication": "Communication", "pareto_compute": "Computation",
-           "flatness_vs_accuracy": "Flatness vs accuracy", "rank_stability": "Rank stability"}
+           "flatness_vs_accuracy": "Flatness vs accuracy", "rank_stability": "Rank stability",
+           "critical_difference": "Critical difference"}
 TUNING_TABLE, TABLE, CHOICE_FILE = "tuning", "leaderboard", "tuning_choice.json"
 SCREEN_FILE = "screen_choice.json"
 

@@ -3,7 +3,6 @@ table and figure reads, computed in one place."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -12,8 +11,6 @@ import pandas as pd
 from ...training.fl.metrics import read_metrics
 from ...core.recorded import SUMMARY, read_outcome
 from ...core.util.curves import CURVE_COSTS, curve_costs
-from ...core.util.rank_stats import tie_bands
-from .stats import ranks
 
 
 def partition_title(p: str) -> str:
@@ -28,8 +25,8 @@ def partition_title(p: str) -> str:
 
 def load_runs(entries: list[dict], hessian: bool = True) -> pd.DataFrame:
     """One row per final run: accuracies, costs per round, cost to reach its own final accuracy, curvature. A run
-    whose directory is gone is read from its committed record (fedflat.recorded), which keeps the same numbers
-    (fedflat.util.curves), so a leaderboard whose stages span sessions renders from the evidence."""
+    whose directory is gone is read from its committed record (fedflat.core.recorded), which keeps the same numbers
+    (fedflat.core.util.curves), so a leaderboard whose stages span sessions renders from the evidence."""
     return pd.DataFrame([_row(e, hessian) for e in entries])
 
 
@@ -68,59 +65,37 @@ def _row(e: dict, hessian: bool) -> dict:
     return row
 
 
-def primary_rank(acc: dict[str, float], ok_acc: dict[str, float]) -> dict[str, float]:
-    """Rank 1 = the highest mean final accuracy among the methods whose every seed completed (`acc` finite; ties
-    share the mean rank); every method with a diverged seed ranks below all of them, ordered by its completed
-    seeds' mean (`ok_acc`; a method with no completed seed last)."""
-    done = {m: a for m, a in acc.items() if not math.isnan(a)}
-    out = ranks(done)
-    rest = ranks({m: ok_acc.get(m, float("nan")) for m in acc if m not in done})
-    return {**out, **{m: len(done) + r for m, r in rest.items()}}
+def unstable_methods(m: dict) -> dict[str, dict[str, str]]:
+    """{partition: {method label: preset}} of the methods the choice left without a setting on a partition (every
+    continued cell, or every grid point, diverged), from a leaderboard manifest (`chosen`: {partition: {label: pick
+    or None}}; `presets`: {label: preset})."""
+    presets = m.get("presets") or {}
+    return {p: {label: presets.get(label, label) for label, c in picks.items() if c is None}
+            for p, picks in m["chosen"].items()}
 
 
-def unstable_methods(chosen: dict) -> dict[str, dict[str, str]]:
-    """{partition: {method: method}} of the methods the choice left without a setting on a partition (every
-    continued cell, or every grid point, diverged), from {partition: {method: pick or None}}."""
-    return {p: {m: m for m, c in picks.items() if c is None} for p, picks in chosen.items()}
+def per_method(runs: pd.DataFrame, partitions: list[str], unstable: dict[str, dict[str, str]] | None = None,
+               statistics: dict | None = None) -> pd.DataFrame:
+    """One row per (partition, method): the statistics of leaderboard.ranking (the pages' own rule: seeds,
+    completed and failed seeds, stability rate, the mean final accuracy over the completed seeds (`final_acc`)
+    with its sd (`final_std`) and 95 % t-interval (`ci_lo`, `ci_hi`), rank, band, `testable`), and the mean over
+    the completed seeds of every other column (a failed run's curvature, flatness, costs to reach and wall time
+    describe its blow-up, so load_runs leaves them NaN). `unstable` ({partition: {method label: preset}}):
+    methods with no stable setting there, so no final run; they get a row (`unstable` True, no seed, no rank).
+    `statistics`: the config's declared rules (ranking.rules)."""
+    from .ranking import summarise
 
-
-def per_method(runs: pd.DataFrame, partitions: list[str], unstable: dict[str, dict[str, str]] | None = None) -> pd.DataFrame:
-    """One row per (partition, method): means over seeds (std of the final accuracy), the primary rank in its
-    partition (`primary_rank`), the tie band (util.stats.tie_bands over the seeds of the methods that completed)
-    and the rank over completed seeds alone (`ok_rank`). A method with a diverged seed gets no mean accuracy;
-    `ok_acc` and `ok_std` keep the mean and std over its completed seeds, so the table can say what they reached.
-    `unstable` ({partition: {method label: preset}}): methods with no stable setting there, so no final run; they
-    get a row (`unstable` True, no seed) and rank below every method that ran, as a method whose every seed
-    diverged does."""
-    cols = ["final_acc", "last10_acc", "lambda_max", "trace", "flatness", "up_floats", "down_floats",
-            "grad_evals_per_step", "wall_time", "up_to_reach", "grads_to_reach"]
+    cols = ["last10_acc", "lambda_max", "trace", "flatness", "up_floats", "down_floats", "grad_evals_per_step",
+            "wall_time", "up_to_reach", "grads_to_reach"]
     g = runs.groupby(["partition", "method"], sort=False)
-    out = g[[c for c in cols if c in runs]].mean()  # the evidence's ranking (evidence.lbstats) brings accuracy only
-    out["final_std"] = g["final_acc"].std(ddof=1)  # the sample std over completed seeds, as util.stats.seed_std
-    out["ok_acc"], out["ok_std"] = out["final_acc"], out["final_std"]  # NaN seeds are skipped: completed ones
-    out["seeds"] = g.size()
-    out["diverged"] = g["status"].apply(lambda s: int((s != "completed").sum()))
-    out["preset"] = g["preset"].first()
-    for c in ("final_acc", "last10_acc", "up_to_reach", "grads_to_reach"):
-        out.loc[out["diverged"] > 0, c] = np.nan
-    seeds = g["final_acc"].apply(list)
-    out = out.reset_index()
-    out["unstable"] = False
-    extra = [{"partition": p, "method": m, "preset": preset, "seeds": 0, "diverged": 0, "unstable": True}
-             for p, methods in (unstable or {}).items() if p in partitions for m, preset in methods.items()]
-    if extra:
-        out = pd.concat([out, pd.DataFrame(extra)], ignore_index=True)
-    out["rank"] = out["ok_rank"] = out["band"] = np.nan
-    for p in partitions:
-        sel = out["partition"] == p
-        r = primary_rank(dict(zip(out.loc[sel, "method"], out.loc[sel, "final_acc"])),
-                         dict(zip(out.loc[sel, "method"], out.loc[sel, "ok_acc"])))
-        out.loc[sel, "rank"] = out.loc[sel, "method"].map(r)
-        done = out[sel & (out["diverged"] == 0) & ~out["unstable"]].sort_values("rank")
-        bands = tie_bands([(m, seeds[(p, m)]) for m in done["method"]])
-        out.loc[sel, "band"] = out.loc[sel, "method"].map(bands)
-        # the same ranking over completed seeds only: where the two differ, a blow-up decided the rank
-        r_ok = ranks(dict(zip(out.loc[sel, "method"], out.loc[sel, "ok_acc"])))
-        out.loc[sel, "ok_rank"] = out.loc[sel, "method"].map(r_ok)
-    order = {p: i for i, p in enumerate(partitions)}
-    return out.sort_values(["partition", "rank"], key=lambda s: s.map(order) if s.name == "partition" else s)
+    means = g[[c for c in cols if c in runs]].mean().reset_index()  # the evidence's frame brings accuracy only
+    label = dict(zip(runs["preset"], runs["method"]))
+    for methods in (unstable or {}).values():
+        label.update({preset: meth for meth, preset in methods.items()})
+    summary = summarise(runs[["partition", "preset", "seed", "status", "final_acc"]],
+                        {p: list(m.values()) for p, m in (unstable or {}).items() if p in partitions},
+                        statistics, partitions)
+    summary = summary[summary["partition"].isin(partitions)]
+    out = summary.rename(columns={"mean": "final_acc", "sd": "final_std", "lo": "ci_lo", "hi": "ci_hi"})
+    out.insert(1, "method", out["preset"].map(label))
+    return out.merge(means, on=["partition", "method"], how="left").reset_index(drop=True)

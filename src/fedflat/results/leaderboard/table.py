@@ -14,8 +14,8 @@ from ...core.util.curves import REACH
 from ...core.util.io import write_text
 from ...core.util.markdown import md_table
 from .flatness import MEASURES, flatness_correlations, value_text
+from .ranking import ablation, accuracy, rules
 from .results import load_runs, partition_title, per_method, unstable_methods
-from .stats import ascent_verdict
 
 
 def _num(v, fmt="{:.3g}") -> str:
@@ -39,18 +39,20 @@ def protocol_text(m: dict) -> str:
               f"training samples (never the test split); grid, scores and choices: tuning.md.{scale}")
 
 
-UNSTABLE = "no stable setting (every continued cell diverged; not run)"
+UNSTABLE = "no stable setting"
 
 
-def _diverged_text(r) -> str:
-    """'diverged 1/3 (others 84.21 ± 0.10)': how many seeds blew up, and what the completed ones reached (the
-    sample std over them; one completed seed has none)."""
-    text = f"diverged {r['diverged']:g}/{r['seeds']:g}"
-    if r["diverged"] < r["seeds"] - 1:
-        text += f" (others {r['ok_acc']:.2f} ± {r['ok_std']:.2f})"
-    elif r["diverged"] < r["seeds"]:
-        text += f" (the other {r['ok_acc']:.2f})"  # one completed seed: no spread
-    return text
+def interval_text(mean: float, lo: float, hi: float) -> str:
+    """'86.73 [86.51, 86.95]': the mean over the completed seeds with its 95 % t-interval; one completed seed has
+    no interval; none, no mean."""
+    if math.isnan(mean):
+        return "—"
+    return f"{mean:.2f}" + ("" if math.isnan(lo) else f" [{lo:.2f}, {hi:.2f}]")
+
+
+def stability_text(completed, seeds) -> str:
+    """'4/5': completed of all final seeds; 'no pick' where the method had no stable setting to run."""
+    return "no pick" if not seeds else f"{completed:g}/{seeds:g}"
 
 
 def _flatness_section(agg: pd.DataFrame, chosen: dict, parts: list[str], titles: dict) -> str:
@@ -61,23 +63,26 @@ def _flatness_section(agg: pd.DataFrame, chosen: dict, parts: list[str], titles:
                       "Methods": c["subset"], "n": c["n"].astype(str),
                       "Spearman ρ [95 % CI]": [value_text(r) for r in c.to_dict("records")]})
     return ("## Does a flatter global model generalise better?\n\n" + md_table(t, index=False, disable_numparse=True)
-            + "\n\nρ < 0 with an interval below 0: the flatter (smaller λ_max or flatness distance), the more accurate. "
-            "Methods with a diverged seed have no mean and are left out; the interval resamples methods.\n")
+            + "\n\nρ < 0 with an interval below 0: the flatter (smaller λ_max or flatness distance), the more accurate; "
+            "an interval that contains 0: no detectable correlation. Accuracy and curvature are means over the "
+            "completed seeds; a method without a completed seed is left out; the interval resamples methods.\n")
 
 
 def _blowups(bad: pd.DataFrame, titles: dict) -> str:
-    return "; ".join(f"{meth} ({', '.join(f'{titles[r.partition]} seed {r.seed}: round {r.last_round}' for r in g.itertuples())})"
+    return "; ".join(f"{meth} ({', '.join(f'{titles[r.partition]} seed {r.seed}: {r.status}, round {r.last_round}' for r in g.itertuples())})"
                      for meth, g in bad.sort_values(["partition", "seed"]).groupby("method", sort=True))
 
 
-def _diverged_runs(runs: pd.DataFrame, titles: dict, rounds) -> str:
-    """Every diverged run and the round it blew up in (a late blow-up at an lr that was stable for the tuning
-    horizon is the short-horizon tuning's blind spot, docs/leaderboard.md)."""
+def _failed_runs(runs: pd.DataFrame, titles: dict, rounds) -> str:
+    """Every failed final run (diverged or collapsed) and the round it stopped in (a late blow-up at an lr that was
+    stable for the tuning horizon is the short-horizon tuning's blind spot, docs/leaderboard.md)."""
     bad = runs[runs["status"] != "completed"]
-    out = f"## Diverged runs ({len(bad)} of {len(runs)} at the tuned choice)\n\n"
+    out = f"## Failed runs ({len(bad)} of {len(runs)} at the tuned choice)\n\n"
     if bad.empty:
         return out + "None.\n"
-    return out + f"The round (of {rounds}) in which the loss or the weights became non-finite: {_blowups(bad, titles)}.\n"
+    return out + (f"Diverged: the round (of {rounds}) in which the loss or the weights became non-finite; collapsed: "
+                  f"finished at chance accuracy with an exploding loss (fl/engine.py), at its last round. "
+                  f"{_blowups(bad, titles)}.\n")
 
 
 def edges(c: dict, grid: dict) -> list[str]:
@@ -88,43 +93,47 @@ def edges(c: dict, grid: dict) -> list[str]:
     return [k for k, vals in grid.items() if len(vals) >= 3 and picked.get(k) in (min(vals), max(vals))]
 
 
-def _chosen_text(c: dict, grid: dict | None = None) -> str:
+def _chosen_text(c: dict, grid: dict | None = None, computes: str | None = None) -> str:
+    """The pick's setting, its edge marks, and at rho = 0 the method it then computes (algorithms.reductions)."""
     if not c:
         return "—"
     text = setting_text({"lr": c["lr"], **c["params"]})
     edge = edges(c, grid or {})
-    return text + (f" [edge: {', '.join(edge)}]" if edge else "")
+    text += f" [edge: {', '.join(edge)}]" if edge else ""
+    if c["params"].get("rho") == 0.0:
+        text += f" (ρ = 0: computes {computes})" if computes else " (ρ = 0: the ascent off)"
+    return text
 
 
-def _ablation_section(m: dict, agg: pd.DataFrame, titles: dict) -> str:
-    """Does each SAM-type method's ascent beat its own rho = 0 ablation? Full-horizon validation score of the pick
-    against the same cell with rho = 0, judged against the seed spread of the method's final runs."""
-    if not m.get("ablations"):
-        return ""
+def _ablation_section(m: dict, titles: dict) -> str:
+    """Does each SAM-type method's ascent beat its own rho = 0 twin? The paired difference of their final test
+    accuracies over the seeds both completed (the twin runs the pick's final seeds), Holm over every twin
+    (leaderboard.ranking.ablation, the pages' own rule)."""
+    def seeds(runs):
+        out = {}
+        for r in runs:
+            v = read_outcome(r["dir"], r["run_id"])
+            out[int(r["seed"])] = accuracy(v["status"], 100 * (v["final_acc"] if v["final_acc"] is not None else math.nan))
+        return out
 
-    def score(runs):
-        vals = [read_outcome(r["dir"], r["run_id"]) for r in runs]
-        vals = [100 * v["last10_acc"] for v in vals if v["status"] == "completed"]
-        return sum(vals) / len(vals) if len(vals) == len(runs) and vals else float("nan")
-
-    by = agg.set_index(["partition", "method"])
-    rows = []
-    for a in m["ablations"]:
-        pick, abl = score(a["pick"]), score(a["ablation"])
-        std = by["ok_std"].get((a["partition"], a["method"]), float("nan"))
-        d = pick - abl
-        verdict = ascent_verdict(pick, abl, std)
-        rows.append({"Partition": titles[a["partition"]], "Method": a["method"], "ρ = 0 is": a.get("same_as") or "—",
-                     "Pick (val. %)": _num(pick, "{:.2f}"),
-                     "ρ = 0 (val. %)": _num(abl, "{:.2f}"), "Δ": _num(d, "{:+.2f}"), "Seed std (final)": _num(std, "{:.2f}"),
-                     "Verdict": verdict})
-    t = pd.DataFrame(rows)
+    rows = ablation([{**a, "pick": seeds(a["pick"]), "twin": seeds(a["ablation"])} for a in m["ablations"]],
+                    m["protocol"].get("statistics"))
+    t = pd.DataFrame([{"Partition": titles[r["partition"]], "Method": r["method"], "ρ = 0 computes": r.get("same_as") or "—",
+                       "Pick stability": stability_text(_done(r["pick"]), len(r["pick"])),
+                       "ρ = 0 stability": stability_text(_done(r["twin"]), len(r["twin"])), "Paired seeds": f"{r['n']}",
+                       "Δ [95 % CI]": interval_text(r["mean"], r["lo"], r["hi"]).replace("—", "-"),
+                       "Holm p": _num(r["p_holm"], "{:.2g}"), "Verdict": r["verdict"]} for r in rows])
     return ("## Does the ascent help? The ρ = 0 ablation\n\n" + md_table(t, index=False, disable_numparse=True)
-            + "\n\nPick and ρ = 0: mean validation accuracy over the last 10 % of the evaluated rounds at the full "
-              "horizon (the continuation seeds); the ascent helps where Δ exceeds the standard deviation of the "
-              "method's final test accuracy over seeds, and ρ = 0 is better where −Δ does; \"ρ = 0 diverged\": the "
-              "twin blew up where the pick completed; \"ρ = 0 is\": the method the twin computes exactly "
-              "(fedflat.algorithms.reductions).\n")
+            + "\n\nΔ: the pick's final test accuracy minus its ρ = 0 twin's (the same lr and other keys, the same "
+              "final seeds, the test split), mean over the seeds both completed with its 95 % t-interval; a paired "
+              "t-test, Holm's correction over every twin; \"ascent helps\" / \"ascent hurts\" only where the "
+              "corrected p is below the declared alpha, \"not distinguishable\" otherwise, \"not testable\" with "
+              "fewer than two paired seeds; \"ρ = 0 computes\": the method the twin is exactly "
+              "(fedflat.training.algorithms.reductions).\n")
+
+
+def _done(seeds: dict) -> int:
+    return sum(not math.isnan(v) for v in seeds.values())
 
 
 def _trials(method: str, trials: dict | None, continued: dict | None) -> str:
@@ -135,70 +144,80 @@ def _trials(method: str, trials: dict | None, continued: dict | None) -> str:
     return f"{n} + {continued.get(method, 0)}" if continued else f"{n}"
 
 
-def _partition_table(df: pd.DataFrame, chosen: dict, trials: dict | None = None,
-                     grids: dict | None = None, continued: dict | None = None) -> pd.DataFrame:
-    """One row per method; the second rank is the one over completed seeds (where it differs from the primary
-    rank, a blow-up decided the place)."""
+def _partition_table(df: pd.DataFrame, chosen: dict, trials: dict | None = None, grids: dict | None = None,
+                     continued: dict | None = None, computes: dict | None = None) -> pd.DataFrame:
+    """One row per method, in rank order (the methods without a rank last)."""
     rows = []
     for _, r in df.iterrows():
         c = chosen.get(r["method"]) or {}
-        acc = (UNSTABLE if r.get("unstable") else _diverged_text(r) if r["diverged"]
-               else f"{r['final_acc']:.2f} ± {r['final_std']:.2f}")
-        rows.append({"Rank": _num(r["rank"], "{:g}"), "Band": _num(r.get("band"), "{:g}"),
-                     "Rank, completed seeds": _num(r["ok_rank"], "{:g}"),
-                     "Method": r["method"], "Trials": _trials(r["method"], trials, continued), "Final acc (%)": acc,
+        acc = UNSTABLE if not r["completed"] else interval_text(r["final_acc"], r["ci_lo"], r["ci_hi"])
+        rows.append({"Rank": _num(r["rank"], "{:g}"), "Band": _num(r["band"], "{:g}") if r["completed"] != 1
+                     else "not testable", "Method": r["method"], "Trials": _trials(r["method"], trials, continued),
+                     "Final acc (%) [95 % CI]": acc, "Stability": stability_text(r["completed"], r["seeds"]),
                      "Last 10 % (%)": _num(r["last10_acc"], "{:.2f}"), "λ_max": _num(r["lambda_max"]),
                      "Tr(H)": _num(r["trace"]), "Flatness dist.": _num(r["flatness"]),
                      "Up floats/round": _num(r["up_floats"], "{:.4g}"), "Down floats/round": _num(r["down_floats"], "{:.4g}"),
                      "Grad evals/step": _num(r["grad_evals_per_step"], "{:g}"), "Wall s/run": _num(r["wall_time"], "{:.3g}"),
-                     "Chosen": _chosen_text(c, (grids or {}).get(r["method"]))})
+                     "Chosen": _chosen_text(c, (grids or {}).get(r["method"]), (computes or {}).get(r["method"]))})
     return pd.DataFrame(rows)
 
 
 def render_leaderboard(m: dict, out_base: Path) -> pd.DataFrame:
+    from .ranking import mean_ranks
+
     parts = m["partitions"]
+    stats = rules(m["protocol"].get("statistics"))
     runs = load_runs(m["entries"])
-    agg = per_method(runs, parts, unstable_methods(m["chosen"]))
+    agg = per_method(runs, parts, unstable_methods(m), stats)
     titles = {p: partition_title(p) for p in parts}
-    rank_wide = agg.pivot(index="method", columns="partition", values="rank")[parts]
-    rank_wide["mean rank"] = rank_wide.mean(axis=1)
-    rank_wide = rank_wide.sort_values("mean rank").rename(columns=titles)
+    order = mean_ranks(agg)
+    rank_wide = agg.pivot(index="preset", columns="partition", values="rank").reindex(order["preset"])[parts]
+    rank_wide["mean rank"] = order.set_index("preset")["mean_rank"]
+    labels = dict(zip(agg["preset"], agg["method"]))
+    rank_wide = rank_wide.rename(index=labels, columns=titles)
     rank_wide.index.name = "Method"
-    sections = [f"# {m['title']}\n", protocol_text(m) + "\n", "## Ranks per partition (1 = highest mean final test accuracy)\n",
+    sections = [f"# {m['title']}\n", protocol_text(m) + "\n",
+                "## Ranks per partition (1 = highest mean final test accuracy over the completed seeds)\n",
                 md_table(rank_wide.map(lambda v: _num(v, "{:.3g}")), disable_numparse=True) + "\n"]
     tex = []
     for p in parts:
         t = _partition_table(agg[agg["partition"] == p], m["chosen"].get(p, {}), m.get("trials"),
-                             m.get("grids"), m.get("continued"))
+                             m.get("grids"), m.get("continued"), (m.get("computes") or {}).get(p))
         sections += [f"## {titles[p]}\n", md_table(t, index=False, disable_numparse=True) + "\n"]
         tex.append(t.to_latex(index=False, escape=True, caption=f"Leaderboard, {titles[p]}", label=f"tab:leaderboard_{p}"))
     sections.append(_flatness_section(agg, m["chosen"], parts, titles))
     if m.get("ablations"):
-        sections.append(_ablation_section(m, agg, titles))
-    sections.append(_diverged_runs(runs, titles, m["protocol"]["training"].get("rounds")))
+        sections.append(_ablation_section(m, titles))
+    sections.append(_failed_runs(runs, titles, m["protocol"]["training"].get("rounds")))
     dropped = sorted({meth for p in parts for meth, c in m["chosen"].get(p, {}).items() if c is None})
     excluded = "; ".join(f"{k} ({v})" for k, v in m["protocol"]["excluded"].items())
+    level, alpha = 100 * stats["interval"], stats["alpha"]
     sections.append(
-        f"Final acc: test accuracy of the final global model, mean ± std over seeds; Last 10 %: mean over the last 10 % "
-        f"of the evaluated rounds; λ_max, Tr(H): top Hessian eigenvalue and Hutchinson trace of the training loss at "
-        f"the final model; flatness dist.: FedNSAM Def. 1, mean over rounds; floats per participating client and "
-        f"round; grad evals/step: mini-batch gradient evaluations per local step; wall time per run on the machine "
-        f"that ran it. A method with a diverged seed has no mean and ranks below every method whose seeds all completed, "
-        f"ordered by its completed seeds' mean (\"diverged k/n\": k of its n seeds; the others' mean ± std in "
-        f"brackets); Band: methods whose means differ by less than their pooled seed standard deviation share a "
-        f"band (opened by its best method); Trials: the method's tuning trials (with the continuation: screen "
-        f"trials + full-horizon continuations per partition); [edge: k]: the chosen k lies on "
-        f"the edge of a grid of 3 or more values; its curvature, flatness and wall time average its completed "
-        f"seeds. \"Rank, completed seeds\" ranks every method by the mean of its completed seeds alone. Pareto "
+        f"Final acc: test accuracy of the final global model, mean over the completed seeds with its {level:g} % "
+        f"t-interval (one completed seed: no interval); Stability: completed of all final seeds (a diverged or "
+        f"collapsed seed has no accuracy; \"no pick\": every continued cell diverged, so no final run); Last 10 %: "
+        f"mean over the last 10 % of the evaluated rounds; λ_max, Tr(H): top Hessian eigenvalue and Hutchinson trace "
+        f"of the training loss at the final model; flatness dist.: FedNSAM Def. 1, mean over rounds; floats per "
+        f"participating client and round; grad evals/step: mini-batch gradient evaluations per local step; wall "
+        f"time per run on the machine that ran it; curvature, flatness, costs to reach and wall time average the "
+        f"completed seeds. Rank: by the mean over the completed seeds, among the methods with at least one; means "
+        f"equal to 9 decimals are ordered by preset name; a method without a completed seed has no rank (\"{UNSTABLE}\"). "
+        f"Band (fedflat.results.leaderboard.ranking): band 1 opens with the best method with two or more completed seeds; "
+        f"a method joins it unless a paired t-test over the seeds both completed, Holm-corrected over every "
+        f"comparison with that head, puts it below at alpha = {alpha:g}; the next band opens with the best method "
+        f"left. A method with fewer than two seeds in common with a head waits for the next one; one completed seed "
+        f"is \"not testable\" (no band). Trials: the method's tuning trials (with the continuation: screen trials "
+        f"+ full-horizon continuations per partition); [edge: k]: the chosen k lies on the edge of a grid of 3 or "
+        f"more values; (ρ = 0: computes M): the pick switched the ascent off and is then exactly method M. Pareto "
         f"figures: cost until a run first reaches {100 * REACH:g} % of its own final accuracy.\n\n"
         f"Not ranked (the reason in brackets): {excluded or 'none'}.\n\n"
-        f"No stable setting in tuning (every continued cell, or every grid point, diverged; not run, and ranked "
-        f"below every method that ran on that partition): {', '.join(dropped) or 'none'}.\n")
+        f"No stable setting in tuning (every continued cell, or every grid point, diverged; not run, no rank on "
+        f"that partition): {', '.join(dropped) or 'none'}.\n")
     write_text(out_base.with_suffix(".md"), "\n".join(sections))
     csv = agg.copy()
     csv["partition_title"] = csv["partition"].map(titles)
-    csv["chosen"] = [_chosen_text(c) if (c := m["chosen"][p].get(meth)) else ""
-                     for p, meth in zip(csv["partition"], csv["method"])]
+    csv["chosen"] = [_chosen_text(c, None, (m.get("computes") or {}).get(p, {}).get(meth))
+                     if (c := m["chosen"][p].get(meth)) else "" for p, meth in zip(csv["partition"], csv["method"])]
     write_text(out_base.with_suffix(".csv"), csv.to_csv(index=False))
     write_text(out_base.with_suffix(".tex"), "\n".join(tex))
     return agg

@@ -48,7 +48,7 @@ def convnet_synsam(input_shape, num_classes, width: int = 128, depth: int = 3, n
 def mlp2(input_shape, num_classes, hidden: int = 200) -> nn.Module:
     """784-200-200-10 (FedAvg's mnist_2NN): the reading of Sec. VI-A's "two-layer MLP", whose width and depth are
     not stated, that the paper's Table II numbers support over 784-200-10 (a reading test written before its runs,
-    docs/reproduction.md#fedsynsam-mlp-reading): 199,210 parameters on 28x28."""
+    docs/reproduction_methods.md#fedsynsam-mlp-reading): 199,210 parameters on 28x28."""
     return MLP(input_shape, num_classes, (hidden, hidden))
 
 

@@ -1,6 +1,7 @@
-"""The primary rank: a final seed that diverges counts as diverged (there is no re-run at another setting), the
-method ranks below every method whose seeds all completed, ordered by its completed seeds' mean, with the
-completed seeds' accuracy shown beside it; ties share the mean rank and close means share a tie band."""
+"""The results table ranks as the pages do (leaderboard.ranking, v3): by the mean over the completed seeds, a failed
+seed counted in the method's stability and never in its rank (there is no re-run at another setting); exact ties
+ordered by preset name; bands by paired tests against each band's head; a method without a completed seed or a
+pick has no rank."""
 import math
 from pathlib import Path
 
@@ -37,25 +38,27 @@ def study(tmp_path, monkeypatch):
     return s
 
 
-def test_a_diverged_method_ranks_below_every_completed_one_at_its_tuned_choice(study, tmp_path):
+def test_a_failed_seed_costs_stability_not_rank_at_the_tuned_choice(study, tmp_path):
     m = table_manifest(study, "leaderboard")
     assert len(m["entries"]) == 18 and {e["dir"] for e in m["entries"]} == {
         study.run_dir(rid) for part in FINAL for rid, _ in study.experiments[exp_name("final", part)]}
     LeaderboardTable.render(m, tmp_path / "results/leaderboard/leaderboard")
     csv = pd.read_csv(tmp_path / "results/leaderboard/leaderboard.csv")
-    assert not {"fallback", "tuned_rank"} & set(csv.columns)
+    assert not {"fallback", "tuned_rank", "ok_rank", "diverged"} & set(csv.columns)
     row = {(r.partition, r.method): r for _, r in csv.iterrows()}
-    sam = row[("dir0.1", "FedSAM")]  # the best completed seed of its partition (70 %), yet last: a seed diverged
-    assert math.isnan(sam.final_acc) and sam.diverged == 1 and sam.ok_acc == pytest.approx(70.0)
-    assert sam["rank"] == 3 and sam.ok_rank == 1 and math.isnan(sam.band)
+    sam = row[("dir0.1", "FedSAM")]  # one completed seed (70 %), the best of its partition: first, not testable
+    assert sam.final_acc == pytest.approx(70.0) and (sam.completed, sam.failed, sam.stability) == (1, 1, 0.5)
+    assert sam["rank"] == 1 and math.isnan(sam.band) and not sam.testable and math.isnan(sam.ci_lo)
     assert sam.chosen == "lr=0.3, ρ=0.1"  # the final runs keep the choice as it stands
-    assert row[("dir0.1", "FedNSAM")]["rank"] == 1 and row[("dir0.1", "FedAvg")]["rank"] == 2
-    avg = row[("dir0.3", "FedAvg")]
-    assert avg.diverged == 1 and avg["rank"] == 3
+    # FedNSAM (65.0, 65.1) heads band 1; FedAvg (60.0, 60.1) is 5 points below on both seeds: band 2
+    nsam, avg = row[("dir0.1", "FedNSAM")], row[("dir0.1", "FedAvg")]
+    assert (nsam["rank"], nsam.band, avg["rank"], avg.band) == (2, 1, 3, 2)
+    assert nsam.ci_lo < nsam.final_acc < nsam.ci_hi
+    assert row[("dir0.3", "FedAvg")]["rank"] == 3 and row[("dir0.3", "FedAvg")].stability == 0.5
     md = (tmp_path / "results/leaderboard/leaderboard.md").read_text()
-    assert "diverged 1/2 (the other 70.00)" in md and "Rank, completed seeds" in md
-    assert "## Diverged runs (2 of 18 at the tuned choice)" in md
-    assert "FedAvg (Dir(0.3) seed 1: round 10); FedSAM (Dir(0.1) seed 1: round 10)" in md
+    assert "| Stability" in md and "| not testable |" in " ".join(md.split()) and "1/2" in md
+    assert "## Failed runs (2 of 18 at the tuned choice)" in md
+    assert "FedAvg (Dir(0.3) seed 1: diverged, round 10); FedSAM (Dir(0.1) seed 1: diverged, round 10)" in md
     assert "fallback" not in md.lower() and "↓ from lr" not in md
     assert not [p for p in Path(study.tables_dir).glob("*.json") if "fallback" in p.name]
 
@@ -74,24 +77,24 @@ def _runs(seeds: dict[str, list]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def test_diverged_methods_are_ordered_by_their_completed_seeds_mean_and_ties_share_rank_and_band():
-    agg = per_method(_runs({"A": [80.0, 80.2], "B": [70.0, 70.2], "C": [70.1, 70.1], "D": [60.0, None],
+def test_methods_rank_by_their_completed_seeds_and_exact_ties_by_preset_name():
+    agg = per_method(_runs({"A": [80.0, 80.2], "C": [70.1, 70.1], "B": [70.0, 70.2], "D": [60.0, None],
                             "E": [75.0, None], "F": [None, None]}), ["iid"]).set_index("method")
-    # completed methods first; B and C tie (mean 70.1) and share the mean of ranks 2 and 3 and a band
-    assert agg.loc["A", "rank"] == 1 and agg.loc["B", "rank"] == agg.loc["C", "rank"] == 2.5
-    assert agg.loc["A", "band"] == 1 and agg.loc["B", "band"] == agg.loc["C", "band"] == 2
-    # then the diverged ones by their completed seeds' mean (E's 75 above D's 60), above all the one with none
-    assert (agg.loc["E", "rank"], agg.loc["D", "rank"], agg.loc["F", "rank"]) == (4, 5, 6)
-    assert agg.loc["E", "ok_acc"] == 75.0 and math.isnan(agg.loc["E", "final_acc"]) and math.isnan(agg.loc["E", "band"])
-    assert agg.loc["E", "ok_rank"] == 2  # over completed seeds alone, E's 75 is second
-    assert list(agg.index) == ["A", "B", "C", "E", "D", "F"]
+    # E's one completed seed (75) ranks it second; B and C tie at 70.1 and are ordered by preset name (b, c)
+    assert [agg.loc[m, "rank"] for m in "AEBCD"] == [1, 2, 3, 4, 5] and math.isnan(agg.loc["F", "rank"])
+    assert list(agg.index) == ["A", "E", "B", "C", "D", "F"]
+    # A heads band 1; B and C are 10 points below it on both seeds (Holm over the two: both below); B heads band 2
+    # and C is level with it; the one-seed methods have no band
+    assert (agg.loc["A", "band"], agg.loc["B", "band"], agg.loc["C", "band"]) == (1, 2, 2)
+    assert all(math.isnan(agg.loc[m, "band"]) for m in "EDF")
+    assert agg.loc["E", "final_acc"] == 75.0 and agg.loc["E", "stability"] == 0.5 and agg.loc["F", "completed"] == 0
 
 
-def test_a_method_without_a_stable_setting_ranks_below_every_method_that_ran():
-    """Every continued cell of G diverged on this partition, so it has no final run: it still gets a row and the
-    last rank (tied with F, whose every seed diverged), never a band, and leaves the others' ranks alone."""
+def test_a_method_without_a_stable_setting_has_a_row_and_no_rank():
+    """Every continued cell of G diverged on this partition, so it has no final run: it still gets a row, no
+    rank, no band, and leaves the others' ranks alone."""
     agg = per_method(_runs({"A": [80.0, 80.2], "E": [75.0, None], "F": [None, None]}), ["iid"],
                      {"iid": {"G": "g"}, "dir0.1": {"H": "h"}}).set_index("method")
     assert list(agg.index) == ["A", "E", "F", "G"] and agg.loc["G", "unstable"] and agg.loc["G", "seeds"] == 0
-    assert (agg.loc["A", "rank"], agg.loc["E", "rank"]) == (1, 2) and agg.loc["F", "rank"] == agg.loc["G", "rank"] == 3.5
-    assert math.isnan(agg.loc["G", "band"]) and math.isnan(agg.loc["G", "final_acc"])
+    assert (agg.loc["A", "rank"], agg.loc["E", "rank"]) == (1, 2) and agg.loc["G", "preset"] == "g"
+    assert math.isnan(agg.loc["G", "rank"]) and math.isnan(agg.loc["G", "band"]) and math.isnan(agg.loc["G", "final_acc"])
