@@ -1,5 +1,5 @@
 """Which runs make which cell of a table: (row, column, run id), as each table kind declares them (its optional
-`cells` hook, fedflat.kinds). The trace command and the atlas read them back from cells.csv, so a fresh clone can
+`cells` hook, fedflat.core.kind_registry). The trace command and the atlas read them back from cells.csv, so a fresh clone can
 answer "what is behind this number"."""
 from __future__ import annotations
 

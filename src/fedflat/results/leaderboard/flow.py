@@ -13,7 +13,7 @@ have finished; Snakemake's DAG is static, so the choice is a checkpoint (workflo
 The final runs always use the choice as it stands: a final seed that diverges counts as diverged in the rank
 (v1's post-hoc re-run at a lower lr was removed in v2).
 
-In-process builds (fedflat.build, the tests) set `study.screen` and `study.choice` to `ensure_screen` and
+In-process builds (fedflat.pipeline.build, the tests) set `study.screen` and `study.choice` to `ensure_screen` and
 `ensure_choice`, which train what the selection rests on and write the same files.
 """
 from __future__ import annotations
@@ -197,7 +197,7 @@ def _checkpoint(study, stage: str, getter, what: str, register) -> dict:
     (study.screen or .choice; None where nothing can), `register(value)` expands and registers the
     stage's experiments. The value stays in study.final_cache[stage] for the table kinds."""
     if getter is None:
-        raise ConfigError(f"leaderboard: {what} is unknown here; build through Snakemake or fedflat.build")
+        raise ConfigError(f"leaderboard: {what} is unknown here; build through Snakemake or fedflat.pipeline.build")
     value = getter()
     key = json.dumps(value, sort_keys=True)
     if study.final_cache.get(f"{stage}_key") != key:
@@ -245,7 +245,7 @@ def register_known_stages(study) -> None:
 
 
 def evidence_gaps(study) -> list[str]:
-    """Every file the leaderboard still needs that the committed evidence does not hold (fedflat.recorded): the
+    """Every file the leaderboard still needs that the committed evidence does not hold (fedflat.core.recorded): the
     screen's and the continuation's summaries, then the final runs' summaries and Hessians and the ablations'
     summaries. What rule `leaderboard_runs` asks for: a session runs only these, and its export
     (`python -m fedflat.evidence export config/leaderboard.yaml`) lets the next one go on from there. Each

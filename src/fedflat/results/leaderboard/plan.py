@@ -5,7 +5,7 @@ CPU (this machine): time = sample-gradients / a throughput measured with the eng
 batch 128 = 3.84e6 sample-gradients, took about 70 s with two jobs at once; FedSAM, twice the gradients,
 150 s), plus a fixed cost per job (interpreter, torch and data loading) and FedSynSAM's / DynaFed's
 distillation (215 s against FedSAM's 150 s). Wall time = the jobs' total over the cores.
-GPU: sample-gradients over the assumed single-GPU throughput of fedflat.papers.compute (a lower bound:
+GPU: sample-gradients over the assumed single-GPU throughput of fedflat.results.papers.compute (a lower bound:
 small-batch FL simulation is often overhead-bound).
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What the leaderboard adds to a study (study.StudyPreparer), registered when the composition root imports this
 module: its protocol expands into tuning and final experiments (protocol.prepare), the expanded study keeps the
-protocol as `study.leaderboard`, and an in-process build (fedflat.build) lets the checkpoints train what they
+protocol as `study.leaderboard`, and an in-process build (fedflat.pipeline.build) lets the checkpoints train what they
 rest on (flow.ensure_screen, flow.ensure_choice) instead of waiting for Snakemake's checkpoint rules."""
 from __future__ import annotations
 

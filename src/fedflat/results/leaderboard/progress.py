@@ -1,7 +1,7 @@
 """Where a running leaderboard stands, stage by stage, from the files on disk and the committed evidence
 (`python -m fedflat.leaderboard --progress`). Snakemake's own "k of n steps" cannot say it: each stage after the
 first joins its DAG only when the checkpoint before it has been written, and a run recorded in the committed
-evidence (fedflat.recorded) is not scheduled at all."""
+evidence (fedflat.core.recorded) is not scheduled at all."""
 from __future__ import annotations
 
 from pathlib import Path

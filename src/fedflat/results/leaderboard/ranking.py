@@ -224,7 +224,7 @@ def correlation_words(c: dict) -> str:
 
 def partition_agreement(summary: pd.DataFrame) -> list[dict]:
     """Kendall's tau between the ranked means of every pair of partitions (methods ranked on both), with its
-    bootstrap interval over methods and n (util.stats.correlation)."""
+    bootstrap interval over methods and n (core.util.rank_stats.correlation)."""
     from ...core.util.rank_stats import correlation, kendall
 
     ranked = summary[summary["rank"].notna()]
