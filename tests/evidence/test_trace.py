@@ -47,7 +47,7 @@ def test_cli_prints_the_runs_and_what_is_missing(ev, capsys):
 
 
 def test_papers_cli_traces_too(ev, capsys):
-    from fedflat.results.papers.__main__ import main as papers_main
+    from fedflat.papers import main as papers_main  # `python -m fedflat.papers`, which dispatches trace to the evidence
 
     assert papers_main(["trace", "paper", "t2", "FedSAM", "FMNIST"]) == 0
     assert "2 runs, 2 in the evidence" in capsys.readouterr().out
