@@ -73,8 +73,10 @@ def test_every_module_named_in_the_pages_and_configs_exists():
 def test_a_moved_module_named_in_a_page_is_found(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.md").write_text(
-        "see `src/fedflat/util/stats.py`, `src/fedflat/algorithms/presets*.py`, `src/fedflat/synsam/` and fedflat.util.stats.tie_bands, fedflat.core.util.rank_stats.nosuch;\n"
-        "kept: `src/fedflat/evidence/pages.py`, `src/fedflat/evidence/p*.py`, `src/fedflat/evidence/`, fedflat.evidence.pages.write, `python -m fedflat.leaderboard`;\n"
+        "see `src/fedflat/util/stats.py`, `src/fedflat/algorithms/presets*.py`, `src/fedflat/synsam/` and "
+        "fedflat.util.stats.tie_bands, fedflat.core.util.rank_stats.nosuch;\n"
+        "kept: `src/fedflat/evidence/pages.py`, `src/fedflat/evidence/p*.py`, `src/fedflat/evidence/`, "
+        "fedflat.evidence.pages.write, `python -m fedflat.leaderboard`;\n"
         "history: written into src/fedflat/evidence/margin.py at 093ec1c, `src/fedflat/evidence/ordering.py`, now a "
         "finding\n```python\n# src/fedflat/training/data/wine.py\n```\n")
     for name in ("README.md", "Snakefile", "Makefile"):
