@@ -112,6 +112,7 @@ def test_a_portable_study_reuses_only_portable_records_of_todays_numerics_versio
     shutil.rmtree("results/runs")
     rid = sorted(study.runs)[0]
     assert covers(rid, numerics="portable") and covers(rid, numerics="native")
+    assert study.outcome(rid)["status"] in ("completed", "diverged", "collapsed")
     path = Path("results/evidence/g/runs.csv")
     good = pd.read_csv(path, dtype=str, keep_default_na=False)
     for col, value in (("numerics", "native"), ("numerics_version", str(NUMERICS_VERSION + 1)),
@@ -122,6 +123,8 @@ def test_a_portable_study_reuses_only_portable_records_of_todays_numerics_versio
         assert not covers(rid, numerics="portable"), col
         assert covers(rid, numerics="native"), col
         assert study.numerics == "portable" and rid in study.unrecorded([rid])
+        with pytest.raises(FileNotFoundError):  # its progress and tables never read the record as this study's run
+            study.outcome(rid)
 
 
 def test_a_table_of_analysis_values_reads_the_records_the_evidence_keeps(tmp_path, monkeypatch):

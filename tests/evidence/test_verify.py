@@ -109,3 +109,22 @@ def test_verify_names_what_is_missing_in_one_line(tmp_path):
     out = subprocess.run([sys.executable, "-m", "fedflat.evidence", "verify", "no/such/run"], capture_output=True,
                          text=True, cwd=REPO)
     assert out.returncode == 2 and "no committed record of run 'no/such/run'" in out.stderr
+
+
+def test_the_reproducibility_page_counts_each_committed_report_s_verdicts(tmp_path):
+    from fedflat.evidence.pages import Context
+    from fedflat.evidence.verify import reports_block
+
+    ctx = Context(root=tmp_path)
+    assert reports_block(ctx).startswith("No verification report committed yet")
+    folder = tmp_path / "results/evidence/verification"
+    folder.mkdir(parents=True)
+    pd.DataFrame([{"study": "s", "run_id": "a", "verdict": "identical", "code": "c", "max_acc_diff": 0.0},
+                  {"study": "s", "run_id": "b", "verdict": "different", "code": "c", "max_acc_diff": 4.42},
+                  {"study": "s", "run_id": "c", "verdict": "different", "code": "c", "max_acc_diff": 0.2},
+                  {"study": "s", "run_id": "d", "verdict": "not re-run", "code": "", "max_acc_diff": 9.0}]
+                 ).to_csv(folder / "s.csv", index=False)
+    (folder / "s.md").write_text("report")
+    rows = reports_block(ctx).splitlines()
+    # records, identical, within 0.1, different, not re-run; the record not re-run never sets the largest difference
+    assert rows[2] == "| [s](../results/evidence/verification/s.md) | 4 | 1 | 0 | 2 | 1 | 4.42 |"

@@ -96,10 +96,11 @@ def outcome_of_record(row: dict) -> dict:
             "source": f"evidence:{row['evidence']}@{row.get('git_commit') or 'unknown commit'}"}
 
 
-def recorded(run_id: str, root: Path | str = EVIDENCE_ROOT) -> dict | None:
-    """The committed outcome of a run (outcome_of_record), None where no study's evidence holds it."""
+def recorded(run_id: str, root: Path | str = EVIDENCE_ROOT, numerics: str = "native") -> dict | None:
+    """The committed outcome of a run (outcome_of_record), None where no study's evidence holds it in a form that
+    can stand for a run made in `numerics` (matches_numerics: a portable study never reads a legacy record)."""
     row = records(root).get(run_id)
-    return None if row is None else outcome_of_record(row)
+    return None if row is None or not matches_numerics(row, numerics) else outcome_of_record(row)
 
 
 def matches_numerics(row: dict, mode: str) -> bool:
@@ -128,13 +129,13 @@ def covers(run_id: str, needs: tuple[str, ...] = (), root: Path | str = EVIDENCE
 
 
 def read_outcome(run_dir: str | Path, run_id: str | None, reuse: bool = True,
-                 root: Path | str = EVIDENCE_ROOT) -> dict:
+                 root: Path | str = EVIDENCE_ROOT, numerics: str = "native") -> dict:
     """A run's summary.json where its directory has one, else (with `reuse`) its committed record; a clear error
     naming the file where neither exists."""
     path = Path(run_dir) / SUMMARY
     if path.exists():
         return json.loads(path.read_text())
-    out = recorded(run_id, root) if (reuse and run_id) else None
+    out = recorded(run_id, root, numerics) if (reuse and run_id) else None
     if out is None:
         raise FileNotFoundError(f"{path}: missing, and no committed evidence records run {run_id!r}; "
                                 f"run it first (snakemake {path})")

@@ -16,7 +16,7 @@ from . import blocks_lbverdicts as lbv
 from . import blocks_leaderboard as lb
 from . import blocks_reproduction as rep
 from . import blocks_studies as small
-from . import deviations, direction, gaps
+from . import deviations, direction, gaps, verify
 from .export import EVIDENCE, FIGURES
 from .markers import replace
 from .store import Evidence, load
@@ -54,6 +54,7 @@ PAGES: dict[str, dict[str, Callable]] = {
     "docs/papers.md": {"fedsagd-stability-digits": small.fedsagd_stability},
     "docs/algorithms_sam.md": {"fedsol-combined-reading": small.fedsol_reading},
     "docs/fedsynsam.md": {"fedsynsam-tiny": small.fedsynsam_tiny},
+    "docs/reproducibility.md": {"verification-legacy": verify.reports_block},
 }
 
 

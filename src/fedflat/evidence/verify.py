@@ -314,3 +314,32 @@ def render(outcomes: list[Outcome]) -> str:
         diff = "; ".join(f"{k} {a} → {b}" for k, (a, b) in o.differs.items()) or "-"
         lines.append(f"| {o.study} | `{o.run_id}` | {o.verdict} | {o.commit[:12]} | {diff} | {o.note or '-'} |")
     return "\n".join(lines)
+
+
+VERDICTS = ("identical", "within 0.1", "different", "not re-run")
+
+
+def reports_block(ctx) -> str:
+    """The committed verification reports (results/evidence/verification/<name>.csv, what `verify --out` writes),
+    one row each: the records re-run, each verdict's count and the largest accuracy difference, linked to the report.
+    A record that could not be re-run counts apart and never in the largest difference."""
+    import csv
+
+    folder = ctx.root / ctx.evidence_root / "verification"
+    files = sorted(folder.glob("*.csv"))
+    if not files:
+        return "No verification report committed yet (`python -m fedflat.evidence verify ... --out " \
+               "results/evidence/verification/<name>.md`)."
+    lines = ["| report | records | " + " | ".join(VERDICTS) + " | largest accuracy difference (points) |",
+             "|---|---:|" + "---:|" * len(VERDICTS) + "---:|"]
+    for f in files:
+        with f.open(newline="") as fh:
+            rows = list(csv.DictReader(fh))
+        counts = [sum(r["verdict"] == v for r in rows) for v in VERDICTS]
+        diffs = [float(r["max_acc_diff"]) for r in rows if r["verdict"] != "not re-run"]
+        worst = f"{max(diffs):.2f}" if diffs else "-"
+        md = f.with_suffix(".md")
+        link = (Path(ctx.evidence_root) / "verification" / md.name).as_posix()  # as docs/ links it
+        name = f"[{f.stem}](../{link})" if md.exists() else f.stem
+        lines.append(f"| {name} | {len(rows)} | " + " | ".join(map(str, counts)) + f" | {worst} |")
+    return "\n".join(lines)

@@ -106,8 +106,9 @@ class Study:
 
 
     def outcome(self, run_id: str) -> dict:
-        """The run's summary.json, or its committed record where the directory is gone (fedflat.core.recorded)."""
-        return read_outcome(self.run_dir(run_id), run_id, self.reuse_evidence)
+        """The run's summary.json, or its committed record where the directory is gone (fedflat.core.recorded), one
+        that can stand for a run in this study's numerics (a portable study never reads a legacy record)."""
+        return read_outcome(self.run_dir(run_id), run_id, self.reuse_evidence, numerics=self.numerics)
 
     def outcome_inputs(self, run_ids, needs: tuple[str, ...] = ()) -> list[str]:
         """The summary.json of each run that a selection reads and the committed evidence does not already hold
