@@ -55,16 +55,6 @@ def test_the_number_check_can_fail():
     assert len(stray_numbers(page)) == 2  # the whole page checked: the last line too
 
 
-def test_a_diagnostic_table_is_shown_as_its_rule_rendered_it_once_exported(tmp_path):
-    from fedflat.evidence.blocks_reproduction import study_table
-
-    block = study_table("study", "diag")
-    assert "Not in the committed evidence yet" in block(Context(root=tmp_path))
-    (tmp_path / "results/evidence/study/tables").mkdir(parents=True)
-    (tmp_path / "results/evidence/study/tables/diag.md").write_text("# Diag\n\n| rho | acc |\n| 0.1 | 80.5 |\n\n")
-    assert block(Context(root=tmp_path)) == "#### Diag\n\n| rho | acc |\n| 0.1 | 80.5 |"
-
-
 def _top_headings(text: str) -> list[str]:
     """The page's "# " headings outside fenced and indented code."""
     out, fenced = [], False

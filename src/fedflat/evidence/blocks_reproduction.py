@@ -13,7 +13,6 @@ from .atlas import anchor
 from .compare import signed, within
 from .gaps import LABEL, cause_link, cause_of, load_causes
 from .legacy import label, reasons
-from .store import embed
 
 TARGETS = ("table2_A_fmnist", "table2_B_fmnist", "table2_C_fmnist", "table1_hessian")
 FIGURES = {"fig1_landscape": "table1_hessian"}  # a figure, and the table whose runs it draws (seed 0 of Table I's)
@@ -140,13 +139,3 @@ def figure(name: str):
         return "\n\n".join(x for x in (head, f"![FedSynSAM {name}]({link})") if x)
     return block
 
-
-def study_table(study: str, name: str):
-    """A tuning study's table as its own rule rendered it (exported under results/evidence/<study>/tables/): a
-    diagnostic that selects nothing is shown, not re-derived."""
-    def block(ctx) -> str:
-        text = ctx.evidence(study).table_text(name)
-        if text is None:
-            return "Not in the committed evidence yet: the table is exported once every run behind it has finished."
-        return embed(text)
-    return block

@@ -15,7 +15,6 @@ from typing import Callable
 from . import blocks_lbverdicts as lbv
 from . import blocks_leaderboard as lb
 from . import blocks_reproduction as rep
-from . import blocks_studies as small
 from . import deviations, direction, gaps, verify
 from .export import EVIDENCE, FIGURES
 from .markers import replace
@@ -23,7 +22,6 @@ from .store import Evidence, load
 
 ATLAS = "docs/atlas.md"
 METHODS = "docs/reproduction_methods.md"  # the reproduction's tuning stages, reading tests and diagnostics
-TUNING = "fedsynsam_tuning_fmnist_v2"
 
 # file -> {block name: renderer(ctx) -> Markdown}; the blocks a finding declares (its `page:`) come on top of these,
 # e.g. FedSynSAM's verdict in README.md and docs/reproduction.md (config/papers/tuning/fedsynsam_fmnist_v3.yaml)
@@ -43,17 +41,8 @@ PAGES: dict[str, dict[str, Callable]] = {
                              **{f"fedsynsam-{f}": rep.figure(f) for f in rep.FIGURES},
                              "fedsynsam-gaps": gaps.block_for("fedsynsam", legacy="Legacy v2")},
     # what they rest on: the tuning stages, the reading tests and diagnostics, Table I's protocols and lr
-    METHODS: {"fedsynsam-fedgamma-rho": rep.study_table(TUNING, "rho_A_q8_fedgamma"),
-              **{f"fedsynsam-{t.replace('_', '-')}": rep.study_table(TUNING, t)
-                 for t in ("colgrid_A_q8", "colgrid_A_k10", "fgread_A_topk", "colgrid_A_q8_duals",
-                           "rhogrid_A_k10", "colgrid_B_k10", "rhogrid_B_k10", "efmodel_topk",
-                           "rhogrid_C_k10", "edge_C_q4", "dyna_C_q4", "efmodel_q4", "tkread_A", "mlpread_A",
-                           "colgrid_C_k10", "ef1x_C_k10")},
-              "fedsynsam-table1-direction": direction.block,
+    METHODS: {"fedsynsam-table1-direction": direction.block,
               "fedsynsam-lr-sharpness": direction.lr_block},
-    "docs/papers.md": {"fedsagd-stability-digits": small.fedsagd_stability},
-    "docs/algorithms_sam.md": {"fedsol-combined-reading": small.fedsol_reading},
-    "docs/fedsynsam.md": {"fedsynsam-tiny": small.fedsynsam_tiny},
     "docs/reproducibility.md": {"verification-legacy": verify.reports_block},
 }
 

@@ -8,4 +8,5 @@ decide   -- the decision kinds: adopt_candidate, closes_shortfall, ordering, pai
 layout   -- the Markdown of a declared block; the page blocks derived from every declaration
 summary  -- kind summary: the count of each verdict over groups of paired findings, the design's power, what no run
             here can test, the records the verdicts rest on (a legacy record feeds none: evidence/legacy.py)
+shown    -- kind tables: a study's exported tables and figures as its rules rendered them, opened by a `pattern`
 """

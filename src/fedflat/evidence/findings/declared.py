@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ...core.errors import ConfigError
 
-KINDS = ("adopt_candidate", "closes_shortfall", "ordering", "paired_claim", "summary")
+KINDS = ("adopt_candidate", "closes_shortfall", "ordering", "paired_claim", "summary", "tables")
 FIXED = ("before_finals", "post_hoc")
 COMMON = {"id", "question", "kind", "fixed", "fixed_note", "evidence", "catalog", "select", "units", "metric", "seeds",
           "tolerance", "page", "intro", "words", "layout", "paper", "records"}
@@ -22,7 +22,10 @@ KIND_KEYS = {"adopt_candidate": {"candidates", "per", "count", "coincide", "by",
              "closes_shortfall": {"candidates", "baseline", "shown", "baseline_ok", "closes", "spread", "coincide"},
              "ordering": {"test", "treatment", "baseline", "alpha", "family", "summary", "order", "versus"},
              "paired_claim": {"treatment", "baseline", "alpha", "family"},
-             "summary": {"of", "untestable", "link"}}  # findings/summary.py: counts over groups of paired findings
+             "summary": {"of", "untestable", "link"},  # findings/summary.py: counts over groups of paired findings
+             "tables": {"tables", "figures", "pattern"}}  # findings/shown.py: a study's tables as its rules rendered them
+PATTERN_KEYS = {"table", "threshold", "fails", "readings", "intro", "words"}
+PATTERN_WORDS = {"fails", "trains", "one", "several", "none"}
 SIDES = ("within", "not_below", "not_above")  # |x - paper| <= tol; x >= paper - tol; x <= paper + tol
 CHOICES = {"baseline_ok": SIDES, "closes": SIDES, "spread": ("checked", "ignored"), "count": ("within", "alone"),
            "by": ("within", "score"), "test": ("pooled_std", "paired_t"),
@@ -177,7 +180,10 @@ def check(f: dict, source: Path, experiments=None) -> Finding:
     for key in ("question", "evidence", "page"):
         if not f.get(key):
             raise ConfigError(f"{where(key)}: missing")
-    if kind != "summary" and f.get("fixed") not in FIXED:  # a summary counts verdicts; it has no rule of its own
+    if kind == "tables":
+        _check_tables(f, where)
+    # a summary counts verdicts and a `tables` block shows tables: neither has a rule of its own, unless a pattern
+    if (kind not in ("summary", "tables") or f.get("pattern")) and f.get("fixed") not in FIXED:
         raise ConfigError(f"{where('fixed')}: {f.get('fixed')!r} is not one of {', '.join(FIXED)} (when the rule was "
                           f"written, relative to the final runs it judges; post_hoc where unknown)")
     for p in f["page"] if isinstance(f["page"], list) else [f["page"]]:
@@ -209,6 +215,25 @@ def check(f: dict, source: Path, experiments=None) -> Finding:
             if base not in [c["value"] for c in u.get("candidates") or cands]:
                 raise ConfigError(f"{where('baseline')}: {base!r} is none of the candidates' values")
     return Finding(fid, kind, f, tuple(units), tuple(cands), source)
+
+
+def _check_tables(f: dict, where) -> None:
+    """`tables` and `figures`: names of the study's exported tables and figures; `pattern`: {table, threshold, fails:
+    [rows the paper's pattern fails], readings: {name: row it trains}, intro, words: {fails, trains, one, several,
+    none}} (findings/shown.py)."""
+    for key in ("tables", "figures"):
+        names = f.get(key, [] if key == "figures" else None)
+        if not isinstance(names, list) or (key == "tables" and not names) or not all(isinstance(n, str) for n in names):
+            raise ConfigError(f"{where(key)}: a list of the study's exported {key} by name")
+    rule = f.get("pattern")
+    if rule is None:
+        return
+    ok = isinstance(rule, dict) and set(rule) == PATTERN_KEYS and isinstance(rule["threshold"], (int, float)) \
+        and isinstance(rule["fails"], list) and isinstance(rule["readings"], dict) and rule["readings"] \
+        and isinstance(rule["words"], dict) and set(rule["words"]) == PATTERN_WORDS
+    if not ok:
+        raise ConfigError(f"{where('pattern')}: {{table, threshold: <number>, fails: [<row>], readings: {{<name>: "
+                          f"<row>}}, intro, words: {{{', '.join(sorted(PATTERN_WORDS))}}}}}")
 
 
 def _check_summary(f: dict, where) -> None:

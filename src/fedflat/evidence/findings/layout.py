@@ -19,6 +19,7 @@ from ..legacy import label
 from .decide import STATE_NAMES, evaluate, fill, is_paired
 from .declared import findings, fmt
 from .match import cell_text
+from . import shown
 from .summary import summary
 
 HEADS = {"@paper": "paper", "@verdict": "verdict", "@candidate": "candidate", "@value": "value", "@ours": "ours",
@@ -332,7 +333,8 @@ def _joined(ids: list[str], page: str):
         fs = [by_id[i] for i in ids]
         if all(is_paired(f) for f in fs):
             return claims(ctx, fs)
-        return "\n\n".join(summary(ctx, f, page) if f.kind == "summary" else render(ctx, f) for f in fs)
+        return "\n\n".join(summary(ctx, f, page) if f.kind == "summary" else
+                             shown.render(ctx, f) if f.kind == "tables" else render(ctx, f) for f in fs)
     return block
 
 
