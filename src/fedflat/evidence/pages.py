@@ -14,8 +14,7 @@ from typing import Callable
 
 from . import blocks_lbverdicts as lbv
 from . import blocks_leaderboard as lb
-from . import blocks_reproduction as rep
-from . import deviations, direction, gaps, verify
+from . import direction, paper_targets, verify
 from .export import EVIDENCE, FIGURES
 from .markers import replace
 from .store import Evidence, load
@@ -23,8 +22,9 @@ from .store import Evidence, load
 ATLAS = "docs/atlas.md"
 METHODS = "docs/reproduction_methods.md"  # the reproduction's tuning stages, reading tests and diagnostics
 
-# file -> {block name: renderer(ctx) -> Markdown}; the blocks a finding declares (its `page:`) come on top of these,
-# e.g. FedSynSAM's verdict in README.md and docs/reproduction.md (config/papers/tuning/fedsynsam_fmnist_v3.yaml)
+# file -> {block name: renderer(ctx) -> Markdown}; the blocks a finding declares (its `page:`) and those of a paper's
+# declared reproduction (docs/reproduction.md: `paper: reproduction:` of config/papers/fedsynsam.yaml) come on top of
+# these, e.g. FedSynSAM's verdict in README.md and docs/reproduction.md (config/papers/tuning/fedsynsam_fmnist_v3.yaml)
 PAGES: dict[str, dict[str, Callable]] = {
     "README.md": {"readme-leaderboard-status": lb.status,
                   "readme-leaderboard-top": lb.top,
@@ -34,12 +34,6 @@ PAGES: dict[str, dict[str, Callable]] = {
                             "leaderboard-stability": lb.stability, "leaderboard-ablation": lbv.ablation,
                             "leaderboard-claims": lbv.claims, "leaderboard-statistics": lbv.statistics,
                             "leaderboard-cost": lb.cost, "leaderboard-figures": lb.figures},
-    # the verdict, the deviations, one table per target, the causes
-    "docs/reproduction.md": {"fedsynsam-summary": rep.summary_linking(""),
-                             "fedsynsam-deviations": deviations.block_for("fedsynsam"),
-                             **{f"fedsynsam-{t}": rep.target(t) for t in rep.TARGETS},
-                             **{f"fedsynsam-{f}": rep.figure(f) for f in rep.FIGURES},
-                             "fedsynsam-gaps": gaps.block_for("fedsynsam", legacy="Legacy v2")},
     # what they rest on: the tuning stages, the reading tests and diagnostics, Table I's protocols and lr
     METHODS: {"fedsynsam-table1-direction": direction.block,
               "fedsynsam-lr-sharpness": direction.lr_block},
@@ -102,17 +96,19 @@ class Context:
 
 
 def pages(ctx: Context) -> dict[str, dict[str, Callable]]:
-    """{page: {block: renderer}}: the blocks written as code (PAGES) and those every finding declares
-    (fedflat.evidence.findings); one block named twice is an error."""
+    """{page: {block: renderer}}: the blocks written as code (PAGES), those of every paper's declared reproduction
+    (evidence/paper_targets.py) and those every finding declares (fedflat.evidence.findings); one block named twice
+    is an error."""
     from .findings.layout import page_blocks
     from .markers import MarkerError
 
     out = {path: dict(blocks) for path, blocks in PAGES.items()}
-    for path, blocks in page_blocks(ctx).items():
-        twice = sorted(set(blocks) & set(out.get(path, {})))
-        if twice:
-            raise MarkerError(f"{path}: block {twice[0]!r} is rendered by code and declared by a finding")
-        out.setdefault(path, {}).update(blocks)
+    for declared in (paper_targets.page_blocks(ctx), page_blocks(ctx)):
+        for path, blocks in declared.items():
+            twice = sorted(set(blocks) & set(out.get(path, {})))
+            if twice:
+                raise MarkerError(f"{path}: block {twice[0]!r} is rendered twice (by code or a declaration)")
+            out.setdefault(path, {}).update(blocks)
     return out
 
 

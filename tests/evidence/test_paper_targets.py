@@ -1,13 +1,21 @@
-"""docs/reproduction.md's per-target tables: paper / ours / Δ / within 2 points / the cause of each larger gap, from
-the first study whose exported table rests on regenerable records (v3's), else labelled legacy (the catalog's v2)."""
-import pandas as pd
+"""A paper's declared reproduction (docs/reproduction.md for FedSynSAM): per-target tables (paper / ours / Δ / within 2
+points / the cause of each larger gap) from the first study whose exported table rests on regenerable records (v3's),
+else labelled legacy (the catalog's v2); the declaration checked, the repository's own rendered as its blocks."""
+from pathlib import Path
 
-from fedflat.evidence import blocks_reproduction as rep
-from fedflat.evidence.pages import Context
+import pandas as pd
+import pytest
+
+from fedflat.core.errors import ConfigError
+from fedflat.evidence import paper_targets as rep
+from fedflat.evidence.pages import Context, pages
 
 from .findings.helpers import record
 
 T = "table2_A_fmnist"
+REP = rep.Reproduction("fedsynsam", "docs/reproduction.md", (T,), {}, (
+    ("fedsynsam_v3", "papers/tuning/fedsynsam_fmnist_v3.yaml", "Legacy v3"),
+    ("fedsynsam", "papers/fedsynsam.yaml", "Legacy v2")), "pending", "FedSynSAM")
 LEGACY = "made from a modified working tree (87632fb05307-dirty)"
 GAPS = """\
 causes:
@@ -44,7 +52,7 @@ def _repo(tmp_path):
 
 
 def test_a_target_on_legacy_records_is_labelled_and_links_each_gap_s_cause(tmp_path):
-    text = rep.target(T)(_repo(tmp_path))
+    text = rep.target(REP, T)(_repo(tmp_path))
     assert text.startswith("**Legacy v2 (not regenerable)**: 6 of the 6 records behind this block cannot be re-run "
                            "from the commit they name (made from a modified working tree: 6)")
     assert "From `fedsynsam`: within 2 points of the paper in 1 of 2 compared cells" in text
@@ -56,19 +64,59 @@ def test_a_target_on_legacy_records_is_labelled_and_links_each_gap_s_cause(tmp_p
 def test_v3_s_table_replaces_the_legacy_one_once_exported_on_regenerable_records(tmp_path):
     _repo(tmp_path)
     _study(tmp_path, "fedsynsam_v3", "papers/tuning/fedsynsam_fmnist_v3.yaml", {"A": 79.0, "B": 66.0})
-    text = rep.target(T)(Context(root=tmp_path))
+    text = rep.target(REP, T)(Context(root=tmp_path))
     assert not text.startswith("**Legacy") and "From `fedsynsam_v3`: within 2 points of the paper in 1 of 2" in text
     # a cause established for v2's cell does not explain v3's: only an assignment naming v3's evidence does
     assert "| B | Q4 | 70.00 | 66.00±0.10 | -4.00 | no | **none assigned** |" in text
     gaps = tmp_path / "config/papers/gaps/fedsynsam.yaml"
     gaps.write_text(GAPS + "- {target: table2_A_fmnist, evidence: fedsynsam_v3, rows: [B], columns: [Q4], "
                            "cause: v3c}\n")
-    assert "| -4.00 | no | [v3c](#c3) (post hoc) |" in rep.target(T)(Context(root=tmp_path))
+    assert "| -4.00 | no | [v3c](#c3) (post hoc) |" in rep.target(REP, T)(Context(root=tmp_path))
 
 
 def test_a_v3_table_on_a_legacy_record_is_labelled_not_taken_for_regenerable(tmp_path):
     _repo(tmp_path)
     _study(tmp_path, "fedsynsam_v3", "papers/tuning/fedsynsam_fmnist_v3.yaml", {"A": 79.0, "B": 66.0},
            git_commit="abc123-dirty")
-    text = rep.target(T)(Context(root=tmp_path))
+    text = rep.target(REP, T)(Context(root=tmp_path))
     assert text.startswith("**Legacy v3 (not regenerable)**: 4 of the 4 records")
+
+
+def test_a_target_waits_with_the_declared_text_until_a_source_has_its_table(tmp_path):
+    assert rep.target(REP, T)(Context(root=tmp_path)) == "pending"
+
+
+DECLARED = """\
+study: p
+paper:
+  name: P
+  reproduction:
+    page: docs/r.md
+    targets: [t1, t2]
+    figures: {fig: t2}
+    sources: [{evidence: p_v3, config: papers/v3.yaml, legacy: Legacy v3}, {evidence: p, config: papers/p.yaml,
+              legacy: Legacy v2}]
+    pending: waits
+"""
+
+
+@pytest.mark.parametrize("old, new, says", [
+    ("    pending: waits\n", "", "paper.reproduction: {figures, page, pending, sources, targets}"),
+    ("{fig: t2}", "{fig: t3}", "paper.reproduction.figures: 't3' is none of the targets"),
+    ("{evidence: p, config", "{evidence: q, config", "paper.reproduction.sources: .*the catalog's own study"),
+])
+def test_a_bad_declaration_is_one_line_naming_the_file_and_key(tmp_path, old, new, says):
+    (tmp_path / "papers").mkdir()
+    (tmp_path / "papers/p.yaml").write_text(DECLARED.replace(old, new))
+    with pytest.raises(ConfigError, match=says):
+        rep.declared(tmp_path)
+
+
+def test_a_declaration_gives_the_paper_s_blocks_and_its_own_records_label(tmp_path):
+    (tmp_path / "papers").mkdir()
+    (tmp_path / "papers/p.yaml").write_text(DECLARED)
+    (r,) = rep.declared(tmp_path)
+    assert (r.paper, r.targets, r.figures, r.legacy, r.name) == ("p", ("t1", "t2"), {"fig": "t2"}, "Legacy v2", "P")
+    repo = Path(__file__).resolve().parents[2]
+    assert {f"fedsynsam-{b}" for b in ("summary", "deviations", "gaps", "fig1_landscape", "table1_hessian")} \
+        <= set(pages(Context(root=repo))["docs/reproduction.md"])
