@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import blocks_lbverdicts as lbv
-from . import blocks_leaderboard as lb
+from ..results.leaderboard import page_blocks as lb
+from ..results.leaderboard import page_verdicts as lbv
 from . import blocks_reproduction as rep
 from . import blocks_studies as small
 from . import deviations, direction, gaps, verify
