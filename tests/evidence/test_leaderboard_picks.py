@@ -1,7 +1,7 @@
 """The committed leaderboard evidence against the committed checkpoints: every later stage ran what the records
 of the stage before it select. The choice file (what the final and ablation runs used) must equal the picks the
-continuation records imply by the pages' own rule (evidence.lbstats), the continued cells must be the screen
-file's cells, and every final and ablation record must sit at its pick (or its rho = 0 twin). A checkpoint that
+continuation records imply by the pages' own rule (results.leaderboard.page_records), the continued cells must be
+the screen file's cells, and every final and ablation record must sit at its pick (or its rho = 0 twin). A checkpoint that
 named a setting its records do not support (a key filled from the grid instead of the run) fails here."""
 import json
 import math
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fedflat.evidence import lbstats
+from fedflat.results.leaderboard import page_records
 from fedflat.evidence.store import Evidence
 from fedflat.results.leaderboard.protocol import ablation_cell
 from fedflat.pipeline.study import load_config_file
@@ -38,7 +38,7 @@ def _at(record, cell) -> bool:
 
 def test_the_choice_file_is_what_the_continuation_records_select(state):
     runs, choice, _, _ = state
-    picks = lbstats.continuation_choices(runs, choice["metric"])
+    picks = page_records.continuation_choices(runs, choice["metric"])
     assert len(picks)
     for r in picks.itertuples():
         c = _pick(choice, r.partition, r.preset)
@@ -52,7 +52,7 @@ def test_the_choice_file_is_what_the_continuation_records_select(state):
 def test_the_continued_cells_are_the_screen_files_cells(state):
     runs, _, _, where = state
     screen = json.loads((where / "checkpoints/screen_choice.json").read_text())["methods"]
-    cont = lbstats.stage_runs(runs, "continuation")
+    cont = page_records.stage_runs(runs, "continuation")
     assert len(cont)
     for r in cont.itertuples():
         assert any(_at(r, c) for c in screen[r.preset]), (r.run_id, r.preset)
@@ -60,16 +60,16 @@ def test_the_continued_cells_are_the_screen_files_cells(state):
 
 def test_every_final_and_ablation_record_sits_at_its_pick(state):
     runs, choice, lb, _ = state
-    for r in lbstats.stage_runs(runs, "final").itertuples():
+    for r in page_records.stage_runs(runs, "final").itertuples():
         assert _at(r, _pick(choice, r.partition, r.preset)), r.run_id
-    for r in lbstats.stage_runs(runs, "ablation").itertuples():
+    for r in page_records.stage_runs(runs, "ablation").itertuples():
         assert _at(r, ablation_cell(lb, r.preset, _pick(choice, r.partition, r.preset))), r.run_id
 
 
 def test_the_committed_table_ranks_as_the_evidence_does(state):
     """The table Snakemake rendered from the run directories (results/leaderboard/leaderboard.csv, committed with the
-    evidence) and the pages' ranking from the records (lbstats.summary; both leaderboard.ranking) must agree on every
-    (partition, method): rank, band, completed seeds, stability and the mean over the completed seeds; a table
+    evidence) and the pages' ranking from the records (page_records.summary; both leaderboard.ranking) must agree on
+    every (partition, method): rank, band, completed seeds, stability and the mean over the completed seeds; a table
     exported from other runs, or a drift between the two readings, fails. v2's table was ranked by v2's rule (a
     diverged seed below every completed method, pooled-std bands), which no code applies now: v3 only."""
     import pandas as pd
@@ -82,7 +82,7 @@ def test_the_committed_table_ranks_as_the_evidence_does(state):
         pytest.skip("the leaderboard table is exported once the final stage is complete")
     t = pd.read_csv(table)
     t = t.assign(partition=t["partition"].str.split("-").str[0]).set_index(["partition", "method"])
-    r = lbstats.summary(runs, lb).set_index(["partition", "label"])
+    r = page_records.summary(runs, lb).set_index(["partition", "label"])
     assert sorted(t.index) == sorted(r.index)
     for key, row in r.iterrows():
         for col in ("rank", "band"):

@@ -61,14 +61,12 @@ def records(root: Path | str = EVIDENCE_ROOT) -> dict[str, dict]:
 
 def _fraction(x: str) -> float | None:
     """A record's accuracy (%, '' where the run diverged) as summary.json holds it (a fraction, None)."""
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v / 100 if math.isfinite(v) else None
+    v = finite_number(x)
+    return None if v is None else v / 100
 
 
-def _number(x: str) -> float | None:
+def finite_number(x) -> float | None:
+    """A record's or a table's value as a finite float; None where it is empty, not a number, NaN or infinite."""
     try:
         v = float(x)
     except (TypeError, ValueError):
@@ -79,20 +77,20 @@ def _number(x: str) -> float | None:
 def outcome_of_record(row: dict) -> dict:
     """The summary.json keys a selection reads, from a committed record, and where they came from."""
     ok = row["status"] == "completed"  # "collapsed" and "diverged" runs have no final accuracy
-    rounds = _number(row.get("rounds_completed", ""))
+    rounds = finite_number(row.get("rounds_completed", ""))
     return {"status": row["status"], "eval_split": row.get("eval_split") or "test",
             "final_acc": _fraction(row["final_acc"]) if ok else None,
             "last10_acc": _fraction(row["last10_acc"]) if ok else None,
             "best_acc": _fraction(row.get("best_acc", "")),
-            "final_test_loss": _number(row.get("final_loss", "")) if ok else None,
+            "final_test_loss": finite_number(row.get("final_loss", "")) if ok else None,
             "rounds_completed": None if rounds is None else int(rounds),
-            **{col: _number(row.get(col, "")) for col in FILE_COLUMNS.values()},
+            **{col: finite_number(row.get(col, "")) for col in FILE_COLUMNS.values()},
             # what the leaderboard's tables read of the run beyond its summary (fedflat.core.util.curves)
-            **{col: _number(row.get(col, "")) for col in CURVE_COSTS},
-            "flatness_mean": _number(row.get("flatness_mean", "")) if ok else None,
-            "wall_time": _number(row.get("wall_time_s", "")),
-            "grad_evals_per_step": _number(row.get("grad_evals_per_step", "")),
-            "diverged_round": _number(row.get("diverged_round", "")),
+            **{col: finite_number(row.get(col, "")) for col in CURVE_COSTS},
+            "flatness_mean": finite_number(row.get("flatness_mean", "")) if ok else None,
+            "wall_time": finite_number(row.get("wall_time_s", "")),
+            "grad_evals_per_step": finite_number(row.get("grad_evals_per_step", "")),
+            "diverged_round": finite_number(row.get("diverged_round", "")),
             "source": f"evidence:{row['evidence']}@{row.get('git_commit') or 'unknown commit'}"}
 
 

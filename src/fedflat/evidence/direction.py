@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+from ..core.recorded import finite_number
 from ..results.papers.kinds_protocols import PROTOCOLS as _NAMES  # one name per protocol, as the study's tables
 from .store import embed
 
@@ -42,7 +43,7 @@ def verdicts(long) -> list[dict]:
         pooled = math.sqrt((float(num["std"]) ** 2 + float(den["std"]) ** 2) / 2)
         ratio = float(num["mean"]) / float(den["mean"]) if float(den["mean"]) else math.nan
         ratio_row = part.get(f"{NUM} / {DEN}")
-        paper = float(ratio_row["published"]) if ratio_row is not None and _finite(ratio_row["published"]) else None
+        paper = finite_number(ratio_row["published"]) if ratio_row is not None else None
         ordering = float(num["mean"]) - float(den["mean"]) > pooled
         magnitude = None if paper is None else abs(ratio / paper - 1) <= MAGNITUDE
         out.append({"protocol": protocol, "statistic": stat, "round": int(last),
@@ -53,13 +54,6 @@ def verdicts(long) -> list[dict]:
                                long[(long["protocol"] == protocol) & (long["statistic"] == stat)
                                     & (long["partition"] == f"{NUM} / {DEN}")].iterrows()}})
     return out
-
-
-def _finite(v) -> bool:
-    try:
-        return math.isfinite(float(v))
-    except (TypeError, ValueError):
-        return False
 
 
 def _yes(v) -> str:

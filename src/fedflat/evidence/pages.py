@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import blocks_lbverdicts as lbv
-from . import blocks_leaderboard as lb
+from ..results.leaderboard import page_blocks as lb
+from ..results.leaderboard import page_verdicts as lbv
 from . import direction, paper_targets, verify
 from .export import EVIDENCE, FIGURES
 from .markers import replace

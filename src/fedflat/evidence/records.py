@@ -135,10 +135,3 @@ def regenerable(record: dict) -> str | None:
                                                   and math.isnan(record["numerics"])):
         return "no numerics fields (made before they were recorded)"
     return None
-
-
-def is_finite(x) -> bool:
-    try:
-        return math.isfinite(float(x))
-    except (TypeError, ValueError):
-        return False

@@ -99,13 +99,13 @@ def test_the_final_runs_read_the_same_from_their_committed_records(study, tmp_pa
 def test_the_table_from_run_directories_and_the_pages_from_records_rank_alike(study, tmp_path):
     """The results table (run directories: 100 x a fraction) and the pages (the exported records: percentages)
     read the same runs through leaderboard.ranking: the same ranks, bands, stability and means, to the digit."""
-    from fedflat.evidence import lbstats
+    from fedflat.results.leaderboard import page_records
     from fedflat.evidence.store import Evidence
 
     LeaderboardTable.render(table_manifest(study, "leaderboard"), tmp_path / "results/leaderboard/leaderboard")
     t = pd.read_csv(tmp_path / "results/leaderboard/leaderboard.csv").set_index(["partition", "method"])
     export_study(study)
-    s = lbstats.summary(Evidence("leaderboard", tmp_path / "results/evidence").runs(), study.leaderboard)
+    s = page_records.summary(Evidence("leaderboard", tmp_path / "results/evidence").runs(), study.leaderboard)
     s = s.set_index(["partition", "label"])
     assert sorted(s.index) == sorted(t.index) and len(s) == 9
     for key, r in s.iterrows():

@@ -1,6 +1,6 @@
 """The leaderboard's v3 statistics, exactly as config/leaderboard.yaml's `statistics:` block fixed them before the
 runs (issue 47): one module, read by the results table (leaderboard/table.py, from run directories) and by the
-result pages (evidence/blocks_leaderboard.py, from the committed records), so both rank alike.
+result pages (leaderboard/page_blocks.py, from the committed records), so both rank alike.
 
 Input: the final runs as rows (partition, preset, seed, status, final_acc in %). A seed whose status is not
 `completed` (diverged, or collapsed by fl/engine.py's rule) has no accuracy.

@@ -1,34 +1,37 @@
 """Generated blocks of docs/leaderboard.md and the README's leaderboard section, from the leaderboard's
 committed evidence and its config (never from run directories): the status, the screen, the choice, the ranking
-and the stability (this module), the verdicts (evidence.blocks_lbverdicts). Every statistic is computed by
+and the stability (this module), the verdicts (page_verdicts). Every statistic is computed by
 fedflat.results.leaderboard.ranking under the config's declared `statistics:`, as the results table computes it."""
 from __future__ import annotations
 
 import math
 
-from . import lbstats
+from ...pipeline.report.grids import setting_text
+from ...core.recorded import finite_number
+from ...pipeline.study import load_config_file
+from ...training.algorithms import PRESETS
+from . import page_records as records
+from . import plan
+from .protocol import FIGURES, ablation_cell
+from .ranking import mean_ranks
+from .results import partition_title as _title  # the table's own names, so the pages match it
+from .table import edges
 
 STUDY = "leaderboard"  # the evidence these blocks render (v3; v2 is legacy: docs/leaderboard_v2.md)
 
 
-def _config(ctx) -> dict:
-    from ..pipeline.study import load_config_file
-
-    return load_config_file(ctx.config("leaderboard.yaml", STUDY))["leaderboard"]
-
-
-def _title(partition: str) -> str:
-    from ..results.leaderboard.results import partition_title  # the table's own names, so the pages match it
-
-    return partition_title(partition)
+def _config(ctx, whole: bool = False) -> dict:
+    """The `leaderboard:` section (or the whole file) of the config the evidence was made with (its snapshot)."""
+    cfg = load_config_file(ctx.config("leaderboard.yaml", STUDY))
+    return cfg if whole else cfg["leaderboard"]
 
 
-def _f(x, d=2) -> str:
+def _num(x, d: int = 2) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{d}f}"
 
 
 def _got(runs, stage: str) -> int:
-    return len(lbstats.stage_runs(runs, stage))
+    return len(records.stage_runs(runs, stage))
 
 
 def _continuation_expected(lb: dict) -> int:
@@ -39,12 +42,10 @@ def _continuation_expected(lb: dict) -> int:
 def stage_totals(runs, lb: dict) -> dict[str, tuple[int, int | None]]:
     """{stage: (runs in the evidence, runs the protocol calls for)} for the continuation, the final stage and the
     ablation; the last two follow from the picks, so their totals are None until the continuation is complete."""
-    from ..results.leaderboard.protocol import ablation_cell
-
     out = {"continuation": (_got(runs, "continuation"), _continuation_expected(lb))}
     final = ablation = None
     if out["continuation"][0] >= out["continuation"][1]:
-        picks = lbstats.continuation_choices(runs, lb["tuning"].get("metric", "last10_acc"))
+        picks = records.continuation_choices(runs, lb["tuning"].get("metric", "last10_acc"))
         picks = picks[picks["lr"].notna()]
         final = len(picks) * len(lb["seeds"])
         ablation = len(lb["seeds"]) * sum(  # v3: every twin runs the final seeds
@@ -77,7 +78,7 @@ def status(ctx) -> str:
     n_methods = len(lb["methods"])
     if runs.empty:
         return "No leaderboard run is in the committed evidence yet."
-    counts = lbstats.stage_counts(runs)
+    counts = records.stage_counts(runs)
     lines = [f"Committed evidence: `results/evidence/leaderboard/runs.csv` ({len(runs)} runs; {n_methods} methods "
              f"ranked by `config/leaderboard.yaml`).", "", "| stage | runs | completed | diverged | collapsed |",
              "|---|---|---|---|---|"]
@@ -85,13 +86,13 @@ def status(ctx) -> str:
         lines.append(f"| {stage} | {row['runs']} | {row['completed']} | {row['diverged']} | {row['collapsed']} |")
     screen = int(counts.loc["screen", "runs"]) if "screen" in counts.index else 0
     expected = n_methods * int(lb["tuning"]["trials"]) * len(lb["tuning"]["partitions"]) * len(lb["tuning"]["seeds"])
-    shared = int(runs["experiments"].map(lambda e: len(lbstats.stages_of(e)) > 1).sum())
+    shared = int(runs["experiments"].map(lambda e: len(records.stages_of(e)) > 1).sum())
     if shared:
         lines += ["", f"{shared} runs serve two stages and count in both (the same settings, so the same run)."]
     lines += ["", f"Screen: {screen} of {expected} trials in the evidence."]
     gone = ctx.evidence(STUDY).superseded()
     if len(gone):
-        per_stage = lbstats.stage_counts(gone)["runs"]
+        per_stage = records.stage_counts(gone)["runs"]
         lines += ["", f"Out of every count here: {len(gone)} runs made at a pick since corrected ("
                       + ", ".join(f"{n} {stage}" for stage, n in per_stage.items()) + "; the choice had filled a key "
                       "the two continued cells shared with the grid's first value), kept in "
@@ -102,9 +103,6 @@ def status(ctx) -> str:
 def _not_yet_run(ctx, lb: dict) -> list[str]:
     """The methods the live config ranks that the evidence's own config (its snapshot) does not: not yet run, so the
     committed blocks stay as the evidence renders them (a new preset never changes a verdict before its runs)."""
-    from ..training.algorithms import PRESETS
-    from ..pipeline.study import load_config_file
-
     live = ctx.live_config("leaderboard.yaml")
     if live == ctx.config("leaderboard.yaml", STUDY) or not live.exists():
         return []
@@ -119,7 +117,7 @@ def screen(ctx) -> str:
     lb = _config(ctx)
     tu = lb["tuning"]
     expected = len(lb["methods"]) * int(tu["trials"])
-    ch = lbstats.screen_choices(runs, lb["methods"], tu["lr"], tu["lr_only"], tu.get("metric", "last10_acc"))
+    ch = records.screen_choices(runs, lb["methods"], tu["lr"], tu["lr_only"], tu.get("metric", "last10_acc"))
     got = _got(runs, "screen")
     if got < expected:
         return (f"The screen is not complete in the evidence ({got} of {expected} trials): its choices and counts "
@@ -129,32 +127,34 @@ def screen(ctx) -> str:
     edge_key = ch[ch["edges"].map(lambda e: any(k != "lr" for k in e))]
     multi = [p for p, g in lb["methods"].items() if any(len(v) >= 3 for v in g.values())]
     lines = [f"- {len(ch)} methods have a completed screen cell; the best validation score is "
-             f"{_f(ch['score'].max())} % ({ch.loc[ch['score'].idxmax(), 'label']}).",
+             f"{_num(ch['score'].max())} % ({ch.loc[ch['score'].idxmax(), 'label']}).",
              f"- ρ = 0 (the ascent switched off) is the best screen cell for {int(rho['rho0'].sum())} of the "
-             f"{len(rho)} methods with a radius grid" + (": " + ", ".join(sorted(rho.loc[rho['rho0'], 'preset'].map(lbstats.method_label))) if rho['rho0'].any() else "") + ".",
+             f"{len(rho)} methods with a radius grid" + (": " + ", ".join(sorted(rho.loc[rho['rho0'], 'preset'].map(records.method_label))) if rho['rho0'].any() else "") + ".",
              f"- The chosen lr sits on an edge of the lr grid for {len(edge_lr)} of {len(ch)} methods"
-             + (": " + ", ".join(f"{lbstats.method_label(r.preset)} ({r.lr:g})" for r in edge_lr.itertuples()) if len(edge_lr) else "") + ".",
+             + (": " + ", ".join(f"{records.method_label(r.preset)} ({r.lr:g})" for r in edge_lr.itertuples()) if len(edge_lr) else "") + ".",
              f"- An own key with 3 or more values sits on an edge of its grid for {len(edge_key)} of the {len(multi)} "
-             f"methods with such a key" + (": " + ", ".join(lbstats.method_label(r.preset) for r in edge_key.itertuples()) if len(edge_key) else "") + "."]
+             f"methods with such a key" + (": " + ", ".join(records.method_label(r.preset) for r in edge_key.itertuples()) if len(edge_key) else "") + "."]
     return "\n".join(lines)
+
+
+def _setting(lb: dict, pick) -> str:
+    """A pick's lr and tuned keys (the preset's other defaults stay out)."""
+    return setting_text({"lr": pick.lr, **{k: pick.params.get(k) for k in lb["methods"].get(pick.preset, {})}})
 
 
 def _pick_text(lb: dict, pick, computes: str | None) -> str:
     """The pick's tuned setting, with "ρ = 0: computes M" where the pick switched the ascent off."""
-    from ..pipeline.report.grids import setting_text
-
     if pick is None or math.isnan(pick.lr):
         return "every continued cell diverged"
-    tuned = {k: pick.params.get(k) for k in lb["methods"].get(pick.preset, {})}  # the preset's defaults stay out
-    text = setting_text({"lr": pick.lr, **tuned})
+    text = _setting(lb, pick)
     if computes is not None:
-        text += f" (ρ = 0: computes {lbstats.method_label(computes)})" if computes else " (ρ = 0: the ascent off)"
+        text += f" (ρ = 0: computes {records.method_label(computes)})" if computes else " (ρ = 0: the ascent off)"
     return text
 
 
 def summary(ctx, runs, lb: dict):
-    """lbstats.summary of the evidence, once per render (every final-stage block reads it)."""
-    return ctx.memo(("leaderboard-summary", STUDY), lambda: lbstats.summary(runs, lb))
+    """records.summary of the evidence, once per render (every final-stage block reads it)."""
+    return ctx.memo(("leaderboard-summary", STUDY), lambda: records.summary(runs, lb))
 
 
 def _plural(n: int, word: str) -> str:
@@ -163,8 +163,8 @@ def _plural(n: int, word: str) -> str:
 
 def rho0_computes(runs) -> dict[tuple[str, str], str]:
     """(partition, preset) -> the preset a pick at rho = 0 then computes ("" where no exact reduction holds)."""
-    z = lbstats.rho0_picks(runs)
-    return {(lbstats.config_partition(r.partition), r.preset): r.same_as for r in z.itertuples()}
+    z = records.rho0_picks(runs)
+    return {(records.config_partition(r.partition), r.preset): r.same_as for r in z.itertuples()}
 
 
 def interval(mean, lo, hi) -> str:
@@ -188,7 +188,7 @@ def ranking(ctx) -> str:
     if wait:
         return wait
     s = summary(ctx, runs, lb)
-    picks = {(lbstats.config_partition(r.partition), r.preset): r for r in lbstats.continuation_choices(runs).itertuples()}
+    picks = {(records.config_partition(r.partition), r.preset): r for r in records.continuation_choices(runs).itertuples()}
     at0 = rho0_computes(runs)
     lines = []
     for part in lb["partitions"]:
@@ -207,8 +207,6 @@ def ranking(ctx) -> str:
 
 def top(ctx, n: int | None = 10) -> str:
     """The README's view: the ten best by mean rank (leaderboard.ranking.mean_ranks), one column per partition."""
-    from ..results.leaderboard.ranking import mean_ranks
-
     runs, lb, wait = _final_stage(ctx, "the ranking")
     if wait:
         return wait
@@ -224,10 +222,10 @@ def top(ctx, n: int | None = 10) -> str:
             if r is None or math.isnan(r.rank):
                 cells.append("no stable setting" + (f" ({_stability(r)})" if r is not None else ""))
                 continue
-            mark = f"; ρ = 0: {lbstats.method_label(at0[(p, o.preset)]) if at0[(p, o.preset)] else 'ascent off'}" \
+            mark = f"; ρ = 0: {records.method_label(at0[(p, o.preset)]) if at0[(p, o.preset)] else 'ascent off'}" \
                 if (p, o.preset) in at0 else ""
             cells.append(f"{interval(r.mean, r.lo, r.hi)} (rank {r.rank:g}, band {_band(r)}, {_stability(r)}{mark})")
-        lines.append(f"| {lbstats.method_label(o.preset)} | " + " | ".join(cells) + f" | {o.mean_rank:.2f} |")
+        lines.append(f"| {records.method_label(o.preset)} | " + " | ".join(cells) + f" | {o.mean_rank:.2f} |")
     return "\n".join(lines)
 
 
@@ -238,12 +236,12 @@ def stability(ctx) -> str:
     if wait:
         return wait
     s = summary(ctx, runs, lb)
-    fin = lbstats.stage_runs(runs, "final")
-    fin = fin.assign(part=fin["partition"].map(lbstats.config_partition))
+    fin = records.stage_runs(runs, "final")
+    fin = fin.assign(part=fin["partition"].map(records.config_partition))
     bad = fin[fin["status"] != "completed"]
     parts = list(lb["partitions"])
     by = {(r.preset, r.partition): r for r in s.itertuples()}
-    shaky = sorted({r.preset for r in s.itertuples() if r.unstable or r.failed}, key=lbstats.method_label)
+    shaky = sorted({r.preset for r in s.itertuples() if r.unstable or r.failed}, key=records.method_label)
     lines = [f"- {s['preset'].nunique() - len(shaky)} of {s['preset'].nunique()} methods completed every final seed "
              f"on every partition."]
     for p in parts:
@@ -265,27 +263,17 @@ def stability(ctx) -> str:
                 cells.append("-")
                 continue
             seeds = bad[(bad["preset"] == preset) & (bad["part"] == p)].sort_values("seed")
-            why = "; ".join(f"seed {x.seed} {x.status}" + (f" (round {int(float(x.diverged_round))})"
-                                                           if x.status == "diverged" and _finite(x.diverged_round) else "")
-                            for x in seeds.itertuples())
+            why = "; ".join(f"seed {x.seed} {x.status}" + (
+                f" (round {int(float(x.diverged_round))})"
+                if x.status == "diverged" and finite_number(x.diverged_round) is not None else "")
+                for x in seeds.itertuples())
             cells.append(_stability(r) + (f": {why}" if why else ""))
-        lines.append(f"| {lbstats.method_label(preset)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {records.method_label(preset)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def _finite(x) -> bool:
-    try:
-        return math.isfinite(float(x))
-    except (TypeError, ValueError):
-        return False
-
-
 def cost(ctx) -> str:
-    from ..results.leaderboard.plan import estimate, render
-    from ..pipeline.study import load_config_file
-
-    cfg = load_config_file(ctx.config("leaderboard.yaml", STUDY))  # the snapshot the evidence was made with
-    return render(estimate(cfg, 2, exhaustive=False), 2)
+    return plan.render(plan.estimate(_config(ctx, whole=True), 2, exhaustive=False), 2)
 
 
 def _parts(parts) -> list[str]:
@@ -295,9 +283,6 @@ def _parts(parts) -> list[str]:
 
 def choice(ctx) -> str:
     """The choice per partition, from the continuation's records: each method's pick with its edge marks."""
-    from ..results.leaderboard.table import edges
-    from ..pipeline.report.grids import setting_text
-
     runs = ctx.evidence(STUDY).runs()
     lb = _config(ctx)
     c = lb["tuning"]["continuation"]
@@ -305,7 +290,7 @@ def choice(ctx) -> str:
     if got < expected:
         return (f"The continuation is not complete in the evidence ({got} of {expected} full-horizon validation "
                 f"runs): the picks appear here once every continued cell has run.")
-    ch = lbstats.continuation_choices(runs, lb["tuning"].get("metric", "last10_acc"))
+    ch = records.continuation_choices(runs, lb["tuning"].get("metric", "last10_acc"))
     parts = _parts(ch["partition"].unique())
     by = {(r.partition, r.preset): r for r in ch.itertuples()}
     lines = ["| Method | trials | " + " | ".join(_title(p) for p in parts) + " |", "|---" * (len(parts) + 2) + "|"]
@@ -318,13 +303,12 @@ def choice(ctx) -> str:
                 continue
             edge = edges({"lr": r.lr, "params": r.params}, {"lr": lb["tuning"]["lr"] if lb["methods"][preset]
                                                             else lb["tuning"]["lr_only"], **lb["methods"][preset]})
-            tuned = {k: r.params.get(k) for k in lb["methods"][preset]}  # the preset's other defaults stay out
-            cells.append(f"{setting_text({'lr': r.lr, **tuned})} ({_f(r.score)} %)"
+            cells.append(f"{_setting(lb, r)} ({_num(r.score)} %)"
                          + (f" [edge: {', '.join(edge)}]" if edge else ""))
         label = next((by[(p, preset)].label for p in parts if (p, preset) in by), preset)
         lines.append(f"| {label} | {lb['tuning']['trials']} + {c['cells']} | " + " | ".join(cells) + " |")
     none = ch[ch["lr"].isna()]
-    kept = lbstats.picks_against_screen(runs, lb)
+    kept = records.picks_against_screen(runs, lb)
     moved = {p: int((~g["screen_pick"] & g["lr"].notna()).sum()) for p, g in kept.groupby("partition")}
     lines += ["", f"Trials: {lb['tuning']['trials']} screen trials of {lb['tuning']['rounds']} rounds plus "
               f"{c['cells']} full-horizon continuations per partition, the same for every method. A method whose "
@@ -340,8 +324,6 @@ def choice(ctx) -> str:
 
 def figures(ctx) -> str:
     """The study's figures, as committed with the evidence (figures/evidence/leaderboard/)."""
-    from ..results.leaderboard.protocol import FIGURES
-
     links = {name: ctx.figure_link("leaderboard", name) for name in FIGURES}
     if not all(links.values()):
         missing = ", ".join(n for n, link in links.items() if not link)

@@ -1,4 +1,4 @@
-"""The leaderboard's evidence (runs.csv) read by stage: the screen's choices and edge-of-grid counts, the
+"""The leaderboard's committed evidence (runs.csv) read by stage for its pages (page_blocks, page_verdicts): the screen's choices and edge-of-grid counts, the
 continuation's picks (and those at rho = 0), the final runs and the rho = 0 twins as leaderboard.ranking reads
 them (the v3 statistics are computed there, once, for the pages and the results table alike), the curvature
 correlations, and the pairs of runs an exact reduction says compute the same thing. Each has a test."""
@@ -9,13 +9,18 @@ import json
 import numpy as np
 import pandas as pd
 
+from ...pipeline.report.grids import cell_means, ranked_cells
+from ...training.algorithms import PRESETS
+from ...training.algorithms.reductions import rho0_base
+from .flatness import flatness_correlations
+from .ranking import seed_accuracies, summarise
+from .table import edges as table_edges
+
 STAGES = {"tune_": "screen", "cont_": "continuation", "final_": "final", "ablation_": "ablation"}
 
 
 def method_label(preset: str) -> str:
     """A preset's name as the pages print it: its registry label (a record's `label` also names its setting)."""
-    from ..training.algorithms import PRESETS
-
     return PRESETS.get(preset).label
 
 
@@ -53,8 +58,6 @@ def screen_choices(runs: pd.DataFrame, grids: dict[str, dict], lr: list, lr_only
     then the earlier grid value) and whether the choice sits on an edge of its grid: the lr at the lowest or
     highest grid value, or an own key with 3 or more values at its lowest or highest. `rho0` marks a choice
     with rho = 0 (the method's ascent switched off)."""
-    from ..results.leaderboard.table import edges as table_edges
-
     r = stage_runs(runs, "screen")
     r = r[r["status"] == "completed"]
     out = []
@@ -73,10 +76,10 @@ def screen_choices(runs: pd.DataFrame, grids: dict[str, dict], lr: list, lr_only
     return pd.DataFrame(out)
 
 
-def final_frame(runs: pd.DataFrame) -> pd.DataFrame:
-    """The final runs as leaderboard.ranking reads them: partition (the config's name), preset, seed, status,
-    final_acc (%)."""
-    r = stage_runs(runs, "final")
+def stage_frame(runs: pd.DataFrame, stage: str = "final") -> pd.DataFrame:
+    """The runs of `stage` (the final runs or their rho = 0 twins) as leaderboard.ranking reads them: partition (the
+    config's name), preset, seed, status, final_acc (%)."""
+    r = stage_runs(runs, stage)
     return pd.DataFrame({"partition": r["partition"].map(config_partition), "preset": r["preset"],
                          "seed": r["seed"].astype(int), "status": r["status"], "final_acc": r["final_acc"].astype(float)})
 
@@ -96,9 +99,7 @@ def summary(runs: pd.DataFrame, lb: dict) -> pd.DataFrame:
     """leaderboard.ranking.summarise of the final runs under the config's declared statistics (`lb`: the
     leaderboard section), the methods with no pick included, with each preset's `label`, in the config's
     partition order."""
-    from ..results.leaderboard.ranking import summarise
-
-    s = summarise(final_frame(runs), unstable(runs), lb.get("statistics"), list(lb["partitions"]))
+    s = summarise(stage_frame(runs), unstable(runs), lb.get("statistics"), list(lb["partitions"]))
     return s.assign(label=s["preset"].map(method_label))
 
 
@@ -106,23 +107,14 @@ def twins(runs: pd.DataFrame) -> list[dict]:
     """Per (partition, SAM-type preset) with rho = 0 twin runs: {partition, preset, label, pick, twin: {seed:
     accuracy}, same_as}: the pick's final seeds and the twin's (the same seeds, test split), as
     leaderboard.ranking.ablation pairs them; `same_as`: the preset the twin is by an exact reduction, or ""."""
-    from ..training.algorithms.reductions import rho0_base
-    from ..results.leaderboard.ranking import seed_accuracies
-
     abl = stage_runs(runs, "ablation")
     if abl.empty:
         return []
-    fin = seed_accuracies(final_frame(runs))
-    tw = seed_accuracies(pd.DataFrame({"partition": abl["partition"].map(config_partition), "preset": abl["preset"],
-                                       "seed": abl["seed"].astype(int), "status": abl["status"],
-                                       "final_acc": abl["final_acc"].astype(float)}))
+    fin = seed_accuracies(stage_frame(runs))
     params = {(config_partition(r.partition), r.preset): r.params for r in abl.itertuples()}
-    out = []
-    for (part, preset), twin in sorted(tw.items()):
-        same = rho0_base(preset, params[(part, preset)])
-        out.append({"partition": part, "preset": preset, "label": method_label(preset),
-                    "pick": fin.get((part, preset), {}), "twin": twin, "same_as": same[0] if same else ""})
-    return out
+    return [{"partition": part, "preset": preset, "label": method_label(preset), "pick": fin.get((part, preset), {}),
+             "twin": twin, "same_as": (rho0_base(preset, params[(part, preset)]) or ("",))[0]}
+            for (part, preset), twin in sorted(seed_accuracies(stage_frame(runs, "ablation")).items())]
 
 
 def _grid_frame(sub: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -140,8 +132,6 @@ def continuation_choices(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.D
     the continuation seeds, a cell with a diverged seed never picked; ties: the earlier cell, then the smaller
     lr), with `continued` (cells run) and `diverged` (cells with a diverged seed). A method whose every
     continued cell diverged has lr NaN: it is left out of the final runs."""
-    from ..pipeline.report.grids import cell_means, ranked_cells
-
     out = []
     for (part, preset), sub in stage_runs(runs, "continuation").groupby(["partition", "preset"], sort=True):
         means = cell_means(_grid_frame(sub, metric))
@@ -156,8 +146,6 @@ def continuation_choices(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.D
 def rho0_picks(runs: pd.DataFrame, metric: str = "last10_acc") -> pd.DataFrame:
     """The picks (continuation_choices) of a radius grid at rho = 0: the validation choice switched the ascent off,
     so the method has no twin to run, and `same_as` names the preset it then computes exactly (RHO0), or ""."""
-    from ..training.algorithms.reductions import rho0_base
-
     picks = continuation_choices(runs, metric)
     at0 = picks[picks["params"].map(lambda p: "rho" in p and float(p["rho"]) == 0.0)].copy()
     at0["same_as"] = [(rho0_base(r.preset, r.params) or ("",))[0] for r in at0.itertuples()]
@@ -169,16 +157,13 @@ def flatness_accuracy(runs: pd.DataFrame) -> pd.DataFrame:
     same function) from the evidence: per partition, Spearman's rho of lambda_max and of the flatness distance
     against final accuracy (all three means over the completed seeds), over all methods and over the methods at
     the most common picked lr, each with its bootstrap interval over methods."""
-    from ..results.leaderboard.flatness import flatness_correlations
-
     r = stage_runs(runs, "final")
     rows, chosen = [], {}
     for (part, preset), g in r.groupby(["partition", "preset"], sort=True):
-        ok = g[g["status"] == "completed"]
+        ok = g[g["status"] == "completed"]  # no completed seed: the mean of none is NaN
         rows.append({"partition": config_partition(part), "method": preset,
-                     "final_acc": float(ok["final_acc"].astype(float).mean()) if len(ok) else float("nan"),
-                     "lambda_max": float(ok["lambda_max"].astype(float).mean()) if len(ok) else float("nan"),
-                     "flatness": float(ok["flatness_mean"].astype(float).mean()) if len(ok) else float("nan")})
+                     **{k: float(ok[c].astype(float).mean()) for k, c in
+                        (("final_acc", "final_acc"), ("lambda_max", "lambda_max"), ("flatness", "flatness_mean"))}})
         chosen.setdefault(config_partition(part), {})[preset] = {"lr": float(g["lr"].iloc[0])}
     agg = pd.DataFrame(rows, columns=["partition", "method", "final_acc", "lambda_max", "flatness"])
     return flatness_correlations(agg, chosen, sorted(chosen))
@@ -206,8 +191,6 @@ def reduction_pairs(runs: pd.DataFrame, stage: str = "screen", base_stage: str |
     a SAM-type preset's rho = 0 run of `stage` and its base preset's run of `base_stage` (default: the same stage)
     on the same partition and seed, at the same lr and shared keys. Per pair: both statuses, the difference of
     their `metric` (NaN unless both completed), and whether the same code ran both (commit and backend)."""
-    from ..training.algorithms.reductions import rho0_base
-
     r = stage_runs(runs, base_stage or stage)
     out = []
     for a in stage_runs(runs, stage).itertuples():

@@ -8,12 +8,12 @@ import yaml
 import fedflat.plugins  # noqa: F401  (the composition root: registers the presets)
 from fedflat.training.algorithms import PRESETS
 from fedflat.core.errors import ConfigError
-from fedflat.evidence import blocks_lbverdicts as lbv
-from fedflat.evidence import lbclaims
+from fedflat.results.leaderboard import page_verdicts as lbv
+from fedflat.results.leaderboard import headline_claims
 from fedflat.evidence.atlas import paper_study
 from fedflat.pipeline.study import load_config_file
 
-from .lb_records import REPO, V3_CONFIG, complete_rows, lb_context
+from .page_evidence import REPO, V3_CONFIG, complete_rows, lb_context
 
 
 def _seeds(*acc):
@@ -32,7 +32,7 @@ def test_each_paper_and_partition_is_one_holm_family_of_paired_tests():
     acc = {("iid", "fednsam"): head, ("iid", "fedavg"): below(2.33), ("iid", "fedsam"): below(2.12),
            ("dir0.1", "fednsam"): head, ("dir0.1", "fedavg"): below(2.33),
            ("iid", "fedsol"): head, ("iid", "fedprox"): below(10.0)}
-    c = lbclaims.claims(acc, {"fednsam": ["fedavg", "fedsam"], "fedsol": ["fedprox"]}, ["iid", "dir0.1"])
+    c = headline_claims.claims(acc, {"fednsam": ["fedavg", "fedsam"], "fedsol": ["fedprox"]}, ["iid", "dir0.1"])
     v = {(r.proposed, r.partition, r.baseline): r for r in c.itertuples()}
     assert v[("fednsam", "iid", "fedavg")].p < 0.05 and v[("fednsam", "iid", "fedsam")].p < 0.05
     assert v[("fednsam", "iid", "fedavg")].verdict == v[("fednsam", "iid", "fedsam")].verdict == "not distinguishable"
@@ -45,7 +45,7 @@ def test_a_failed_seed_leaves_its_pair_out_and_no_pick_is_not_testable():
     """The baseline's seed 2 diverged: the pair is tested over seeds 0, 1, 3, 4 (the proposed seed 2 at 0 would
     otherwise swing it); a baseline with no final run there (no pick) is not testable, never "better"."""
     acc = {("iid", "fedsol"): _seeds(85.0, 86.0, 0.0, 84.0, 85.5), ("iid", "fedavg"): _seeds(86.0, 87.0, None, 85.0, 86.5)}
-    c = lbclaims.claims(acc, {"fedsol": ["fedavg", "fedprox"]}, ["iid"], present={("iid", "fedsol"), ("iid", "fedavg"),
+    c = headline_claims.claims(acc, {"fedsol": ["fedavg", "fedprox"]}, ["iid"], present={("iid", "fedsol"), ("iid", "fedavg"),
                                                                                     ("iid", "fedprox")})
     r = c.set_index("baseline")
     assert r.loc["fedavg", "n"] == 4 and r.loc["fedavg", "mean"] == pytest.approx(-1.0)
@@ -53,10 +53,10 @@ def test_a_failed_seed_leaves_its_pair_out_and_no_pick_is_not_testable():
     assert r.loc["fedprox", "verdict"] == "not testable" and r.loc["fedprox", "n"] == 0
 
 
-@pytest.mark.parametrize("proposed", sorted(lbclaims.HEADLINE))
+@pytest.mark.parametrize("proposed", sorted(headline_claims.HEADLINE))
 def test_baselines_are_the_rows_of_the_papers_headline_table(proposed):
-    paper, table = lbclaims.HEADLINE[proposed]
-    ref, bases = lbclaims.table_baselines(paper_study(paper, REPO / "config/papers"), table, proposed)
+    paper, table = headline_claims.HEADLINE[proposed]
+    ref, bases = headline_claims.table_baselines(paper_study(paper, REPO / "config/papers"), table, proposed)
     rows = yaml.safe_load((REPO / f"config/papers/{paper}.yaml").read_text())["tables"][table]["rows"]
     assert ref.startswith("Table") and proposed not in bases
     assert [PRESETS.get(b).label for b in bases] + [PRESETS.get(proposed).label] == rows
@@ -64,7 +64,7 @@ def test_baselines_are_the_rows_of_the_papers_headline_table(proposed):
 
 def test_a_missing_table_is_named():
     with pytest.raises(ConfigError, match="no table 'table9'"):
-        lbclaims.table_baselines(paper_study("fednsam", REPO / "config/papers"), "table9", "fednsam")
+        headline_claims.table_baselines(paper_study("fednsam", REPO / "config/papers"), "table9", "fednsam")
 
 
 def test_claims_block_from_complete_stages(tmp_path):

@@ -11,7 +11,7 @@ from fedflat.training.algorithms import PRESETS
 from fedflat.evidence.pages import Context
 from fedflat.evidence.records import COLUMNS
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 # the v3 protocol (five paired final seeds, rho = 0 twins on the test split with the final seeds, the declared
 # statistics): the evidence carries its config as its snapshot (export.snapshot_config)
 V3_CONFIG = REPO / "config" / "leaderboard.yaml"

@@ -4,11 +4,11 @@ the stability block, the ablation's paired verdicts, the statistics; every block
 incomplete."""
 import pytest
 
-from fedflat.evidence import blocks_lbverdicts as lbv
-from fedflat.evidence import blocks_leaderboard as lb
+from fedflat.results.leaderboard import page_verdicts as lbv
+from fedflat.results.leaderboard import page_blocks as lb
 from fedflat.pipeline.study import load_config_file
 
-from .lb_records import V3_CONFIG, complete_rows, lb_context, lb_row
+from .page_evidence import V3_CONFIG, complete_rows, lb_context, lb_row
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import math
 
-from . import lbstats
-from .blocks_leaderboard import (STUDY, _config, _final_stage, _title, _waiting, interval, rho0_computes,
-                                 stage_totals, summary)
+from . import headline_claims
+from . import page_records as records
+from .page_blocks import STUDY, _config, _final_stage, _num, _waiting, rho0_computes, stage_totals, summary
+from .ranking import (ASCENT_HELPS, ASCENT_HURTS, NOT_DISTINGUISHABLE, NOT_TESTABLE, ablation as ablation_test,
+                      correlation_words, critical_difference, partition_agreement, power, rules, seed_accuracies)
+from .results import partition_title as _title
 
 
 def _p(p: float) -> str:
@@ -28,8 +31,6 @@ def _done(seeds: dict) -> str:
 def ablation(ctx) -> str:
     """Does each SAM-type method's ascent beat its own rho = 0 twin, per partition: the paired difference over the
     final seeds both completed, Holm over every twin (leaderboard.ranking.ablation)."""
-    from ..results.leaderboard.ranking import ASCENT_HELPS, ASCENT_HURTS, NOT_DISTINGUISHABLE, NOT_TESTABLE, ablation as test
-
     runs = ctx.evidence(STUDY).runs()
     lb = _config(ctx)
     totals = stage_totals(runs, lb)
@@ -37,13 +38,13 @@ def ablation(ctx) -> str:
         totals, "final", "the ablation's verdicts (paired with the picks' final seeds)")
     if wait:
         return wait
-    v = test(lbstats.twins(runs), lb.get("statistics"))
+    v = ablation_test(records.twins(runs), lb.get("statistics"))
     ranked = set(lb["methods"])
     lines = ["| Partition | Method | ρ = 0 computes | pick stability | ρ = 0 stability | paired seeds | "
              "Δ = pick − ρ = 0 [95 % CI] | Holm p | verdict |", "|---|---|---|---|---|---|---|---|---|"]
     for part in lb["partitions"]:
         for r in sorted((r for r in v if r["partition"] == part), key=lambda r: (-_key(r["mean"]), r["preset"])):
-            same = lbstats.method_label(r["same_as"]) if r["same_as"] in ranked else "-"
+            same = records.method_label(r["same_as"]) if r["same_as"] in ranked else "-"
             lines.append(f"| {_title(part)} | {r['label']} | {same} | {_done(r['pick'])} | {_done(r['twin'])} | "
                          f"{r['n']} | {_delta(r)} | {_p(r['p_holm'])} | {r['verdict']} |")
     lines.append("")
@@ -52,7 +53,7 @@ def ablation(ctx) -> str:
         lines.append(f"- {_title(part)}: " + ", ".join(f"{w} {mine.count(w)}" for w in
                                                       (ASCENT_HELPS, NOT_DISTINGUISHABLE, ASCENT_HURTS, NOT_TESTABLE)
                                                       if mine.count(w)) + f" (of {len(mine)} twins).")
-    pairs = lbstats.all_reduction_pairs(runs)  # each kind of pair computed once, read by stage below
+    pairs = records.all_reduction_pairs(runs)  # each kind of pair computed once, read by stage below
     by = {stage: pairs[pairs["stage"] == stage] for stage in ("screen", "ablation", "final")}
     return "\n".join(lines + ["", _reductions_line(v, ranked, by["screen"], by["ablation"]),
                               "", _rho0_picks_line(runs, ranked, by["final"]), "", _by_code_line(pairs)])
@@ -65,12 +66,12 @@ def _key(x: float) -> float:
 def _rho0_picks_line(runs, ranked, fin) -> str:
     """The picks at rho = 0 (no twin): which method each then computes, and whether its final runs agree with
     that method's own final runs (`fin`: the final stage's reduction pairs) where the two picked the same setting."""
-    z = lbstats.rho0_picks(runs)
+    z = records.rho0_picks(runs)
     if z.empty:
         return "No pick is at ρ = 0: every SAM-type method kept its ascent on every partition."
     names = []
     for r in z.sort_values(["partition", "label"], kind="stable").itertuples():
-        base = f" (= {lbstats.method_label(r.same_as)})" if r.same_as in ranked else ""
+        base = f" (= {records.method_label(r.same_as)})" if r.same_as in ranked else ""
         names.append(f"{r.label} on {_title(r.partition)}{base}")
     text = (f"{len(z)} picks are at ρ = 0, where the validation choice switched the ascent off (so no twin; the "
             f"ranking and the claims mark them): " + "; ".join(names) + ". ")
@@ -120,7 +121,7 @@ def _reductions_line(v: list[dict], ranked, screen, served) -> str:
     """Which twins are another ranked method (an exact reduction); for which of them that method's own final runs
     sit at the twin's setting (`served`: twin against base final, seed by seed); the screen's pairs of such runs."""
     same = [r for r in v if r["same_as"] in ranked]
-    names = sorted({f"{r['label']} → {lbstats.method_label(r['same_as'])}" for r in same})
+    names = sorted({f"{r['label']} → {records.method_label(r['same_as'])}" for r in same})
     text = (f"ρ = 0 is another ranked method at the same setting for {len(same)} of the {len(v)} twins, by an exact "
             f"reduction (`fedflat.training.algorithms.reductions`, each proved to 1e-12 on a tiny model by "
             f"`tests/training/algorithms/test_rho0_reductions.py`): " + (", ".join(names) or "none") + ". ")
@@ -143,27 +144,24 @@ def _computes(preset: str, part: str, at0: dict) -> str | None:
     if (part, preset) not in at0:
         return None
     base = at0[(part, preset)]
-    return f"computes {lbstats.method_label(base)}" if base else "the ascent off, no ranked method's twin"
+    return f"computes {records.method_label(base)}" if base else "the ascent off, no ranked method's twin"
 
 
 def _marked(preset: str, part: str, at0: dict) -> str:
     """The method's label, with "(ρ = 0: computes M)" where its pick on `part` switched the ascent off."""
     what = _computes(preset, part, at0)
-    return lbstats.method_label(preset) + (f" (ρ = 0: {what})" if what else "")
+    return records.method_label(preset) + (f" (ρ = 0: {what})" if what else "")
 
 
 def claims(ctx, details: bool = True) -> str:
-    """Each proposed method against the baselines of its paper's headline table, per partition (lbclaims)."""
-    from ..results.leaderboard.ranking import NOT_DISTINGUISHABLE, NOT_TESTABLE, seed_accuracies
-    from . import lbclaims
-
+    """Each proposed method against the baselines of its paper's headline table, per partition (headline_claims)."""
     runs, lb, wait = _final_stage(ctx, "each paper's headline comparison")
     if wait:
         return wait
-    tables = {p: lbclaims.table_baselines(ctx.study(paper), table, p)
-              for p, (paper, table) in lbclaims.HEADLINE.items() if p in lb["methods"]}
+    tables = {p: headline_claims.table_baselines(ctx.study(paper), table, p)
+              for p, (paper, table) in headline_claims.HEADLINE.items() if p in lb["methods"]}
     s = summary(ctx, runs, lb)
-    c = lbclaims.claims(seed_accuracies(lbstats.final_frame(runs)),
+    c = headline_claims.claims(seed_accuracies(records.stage_frame(runs)),
                         {p: [b for b in bases if b in lb["methods"]] for p, (_, bases) in tables.items()},
                         list(lb["partitions"]), lb.get("statistics"), set(zip(s["partition"], s["preset"])))
     at0 = rho0_computes(runs)
@@ -181,7 +179,7 @@ def claims(ctx, details: bool = True) -> str:
             cells.append(mark + ", ".join(f"{v} {int(n[v])}" for v in counted if n.get(v, 0)) + f" (of {len(sub)})"
                          if len(sub) else "-")
         unranked = [b for b in bases if b not in lb["methods"]]
-        lines.append(f"| {lbstats.method_label(proposed)} | {ref}: {len(ranked)} baselines"
+        lines.append(f"| {records.method_label(proposed)} | {ref}: {len(ranked)} baselines"
                      + (f" ({len(unranked)} not ranked here: {', '.join(unranked)})" if unranked else "")
                      + " | " + " | ".join(cells) + " |")
     st = lb.get("statistics") or {}
@@ -205,13 +203,11 @@ def claims(ctx, details: bool = True) -> str:
 def statistics(ctx) -> str:
     """Power per partition, Friedman's test with Nemenyi's critical difference, Kendall's tau between partitions
     and Spearman's rho of curvature against accuracy, each correlation with its bootstrap interval and its words."""
-    from ..results.leaderboard.ranking import correlation_words, critical_difference, partition_agreement, power, rules
-
     runs, lb, wait = _final_stage(ctx, "every statistic of the final runs")
     if wait:
         return wait
     st = rules(lb.get("statistics"))
-    fin = lbstats.final_frame(runs)
+    fin = records.stage_frame(runs)
     s = summary(ctx, runs, lb)
     lines = ["| quantity | value |", "|---|---|"]
     pws = power(fin, st)
@@ -220,9 +216,9 @@ def statistics(ctx) -> str:
         lines.append(f"| power, {_title(part)}: the smallest mean paired difference detected with {100 * st['power']:g} % "
                      f"power (α = {st['alpha']:g}, {pw['seeds']} seeds, median paired sd {_num(pw['sd'])} points over "
                      f"{pw['pairs']} pairs of methods with every seed completed) | {_num(pw['detectable'])} points |")
-    never = sorted({p for ps in lbstats.unstable(runs).values() for p in ps} - set(fin["preset"]))
+    never = sorted({p for ps in records.unstable(runs).values() for p in ps} - set(fin["preset"]))
     cd = critical_difference(fin, st, never)
-    left = ", ".join(lbstats.method_label(p) for p in cd["left_out"]) or "none"
+    left = ", ".join(records.method_label(p) for p in cd["left_out"]) or "none"
     lines.append(f"| Friedman test over {cd['n']} (partition, seed) blocks, {cd['k']} methods (a failed seed ranks "
                  f"last in its block) | χ²_F = {_num(cd['statistic'], 1)}, df {cd['df']}, p = {_p(cd['p'])} |")
     lines.append(f"| Nemenyi critical difference of mean ranks (α = {st['alpha']:g}, q = {_num(cd['q'], 3)}) | "
@@ -230,7 +226,7 @@ def statistics(ctx) -> str:
     if cd["presets"] and not math.isnan(cd["cd"]):
         best = cd["mean_ranks"][0]
         near = [p for p, r in zip(cd["presets"], cd["mean_ranks"]) if r - best < cd["cd"]]
-        lines.append(f"| not significantly different from the best mean rank ({lbstats.method_label(cd['presets'][0])}, "
+        lines.append(f"| not significantly different from the best mean rank ({records.method_label(cd['presets'][0])}, "
                      f"{best:.2f}) | {len(near)} of {cd['k']} methods |")
     lines.append(f"| left out of the Friedman test (absent from a block: no pick on a partition) | {left} |")
     corr = partition_agreement(s)
@@ -238,7 +234,7 @@ def statistics(ctx) -> str:
         lines.append(f"| Kendall τ, {_title(c['a'])} vs {_title(c['b'])} (the ranked means of the methods ranked on "
                      f"both) | {_num(c['value'])} [{_num(c['lo'])}, {_num(c['hi'])}], n = {c['n']}: "
                      f"{correlation_words(c)} |")
-    flat = lbstats.flatness_accuracy(runs)
+    flat = records.flatness_accuracy(runs)
     names = {"lambda_max": "λ_max", "flatness": "flatness distance"}
     for part in lb["partitions"]:
         for c in flat[flat["partition"] == part].itertuples():
@@ -252,7 +248,3 @@ def statistics(ctx) -> str:
               f"\"no detectable correlation\" means the interval contains 0. Methods share parts, so they are not "
               f"independent samples and the intervals are optimistic; a correlation is not a cause."]
     return "\n".join(lines)
-
-
-def _num(x, d: int = 2) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{d}f}"

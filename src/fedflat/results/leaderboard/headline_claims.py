@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..core.errors import ConfigError
+from ...core.errors import ConfigError
+from .ranking import family
 
 # proposed preset: (paper catalog under config/papers/, table key) -- the table whose rows are the paper's main
 # comparison (its first results table; FedSOL's Dirichlet half, the partition family the leaderboard ranks on).
@@ -29,7 +30,7 @@ def table_baselines(study, table: str, proposed: str) -> tuple[str, list[str]]:
     from the paper's catalog as the study loader reads it (evidence.atlas.paper_study)."""
     spec = study.tables.get(table)
     if spec is None or spec.get("experiment") not in study.experiments:
-        raise ConfigError(f"lbclaims.HEADLINE[{proposed!r}]: the catalog has no table {table!r} with an experiment")
+        raise ConfigError(f"headline_claims.HEADLINE[{proposed!r}]: the catalog has no table {table!r} with an experiment")
     out = []
     for rid, _ in study.experiments[spec["experiment"]]:
         name = study.runs[rid].algorithm
@@ -45,8 +46,6 @@ def claims(acc: dict[tuple[str, str], dict[int, float]], headline: dict[str, lis
     (partition, preset) -> {seed: accuracy, NaN where failed} (leaderboard.ranking.seed_accuracies); a method
     with no final run there (no pick) has none and its pairs are not testable. `present`: the (partition, preset)
     pairs the ranking holds (default: those in `acc`)."""
-    from ..results.leaderboard.ranking import family
-
     present = set(acc) if present is None else present
     rows = []
     for proposed, bases in headline.items():
