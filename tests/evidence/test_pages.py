@@ -67,7 +67,7 @@ def _top_headings(text: str) -> list[str]:
 
 
 def test_an_embedded_table_title_does_not_open_a_second_top_level_heading():
-    from fedflat.evidence.store import embed
+    from fedflat.core.util.markdown import embed
 
     assert embed("#  Table II (A): Diagnostic\n\n| a |\n# not a title\n") == \
         "#### Table II (A): Diagnostic\n\n| a |\n#### not a title"

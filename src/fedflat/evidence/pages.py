@@ -14,7 +14,8 @@ from typing import Callable
 
 from ..results.leaderboard import page_blocks as lb
 from ..results.leaderboard import page_verdicts as lbv
-from . import direction, paper_targets, verify
+from ..results.papers import protocol_direction as direction
+from . import paper_targets, verify
 from .export import EVIDENCE, FIGURES
 from .markers import replace
 from .store import Evidence, load

@@ -54,13 +54,6 @@ class Evidence:
         return sorted(p for p in self.dir.rglob("*") if p.is_file()) if self.dir.exists() else []
 
 
-def embed(table_text: str) -> str:
-    """A rendered table file set inside a page: its title lines ("# ...", the top heading of a file of its own)
-    become level-4 headings, so the page keeps one title and its own section outline."""
-    return "\n".join("#### " + line[2:].strip() if line.startswith("# ") else line
-                     for line in table_text.strip().split("\n"))
-
-
 def _columns():
     from .records import COLUMNS
 

@@ -282,7 +282,7 @@ def render(ctx, f) -> str:
     if f.kind == "ordering":
         tokens.update(explained=sum(_explained(r) == "yes" for r in res["units"]), n=len(res["units"]))
     if lay.get("embed"):
-        from ..store import embed
+        from ...core.util.markdown import embed
 
         tokens["embed"] = embed(ctx.evidence(f.get("evidence")).table_text(lay["embed"]) or "")
     if res.get("grids"):

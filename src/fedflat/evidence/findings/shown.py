@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 import math
 
-from ..store import embed
+from ...core.util.markdown import embed
 from .decide import fill
 from .declared import fmt
 

@@ -1,11 +1,11 @@
-"""The Table I direction verdicts (evidence/direction.py): ordering beyond the pooled seed std, magnitude within
+"""The Table I direction verdicts (results/papers/protocol_direction.py): ordering beyond the pooled seed std, magnitude within
 ±25 % of the paper's ratio, at the last round; λ_max·η per lr from the lr_sharpness table."""
 import math
 
 import pandas as pd
 import pytest
 
-from fedflat.evidence.direction import lr_products, verdicts
+from fedflat.results.papers.protocol_direction import lr_products, verdicts
 
 PAPER = 17.04 / 7.56
 
@@ -74,7 +74,7 @@ def test_blocks_render_from_the_evidence_alone(tmp_path):
     sentence and tables with them."""
     from pathlib import Path
 
-    from fedflat.evidence.direction import STUDY, block, lr_block
+    from fedflat.results.papers.protocol_direction import STUDY, block, lr_block
     from fedflat.evidence.pages import Context
 
     ctx = Context(root=tmp_path, evidence_root=Path("ev"), figures_root=Path("figs"))

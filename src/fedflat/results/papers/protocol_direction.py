@@ -1,5 +1,5 @@
-"""FedSynSAM Table I's direction (issue 25): which Hessian protocol, if any, reproduces the paper's ordering
-(Dir(0.01) sharper than IID) and its magnitude (a Dir(0.01) / IID ratio of 17.04 / 7.56 = 2.25 for λ_max), decided
+"""FedSynSAM Table I's direction (issue 25), read from the hessian_protocols tables (kinds_protocols.py): which
+Hessian protocol, if any, reproduces the paper's ordering (Dir(0.01) sharper than IID) and its magnitude (a Dir(0.01) / IID ratio of 17.04 / 7.56 = 2.25 for λ_max), decided
 from the committed evidence of config/papers/tuning/fedsynsam_table1_direction.yaml by a rule fixed in that
 config before its results were read:
 
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import math
 
-from ..core.recorded import finite_number
-from ..results.papers.kinds_protocols import PROTOCOLS as _NAMES  # one name per protocol, as the study's tables
-from .store import embed
+from ...core.recorded import finite_number
+from ...core.util.markdown import embed
+from .kinds_protocols import PROTOCOLS as _NAMES  # one name per protocol, as the study's tables
 
 STUDY = "fedsynsam_table1_direction"
 TABLES = ("table1_direction_lmax", "table1_direction_trace")
