@@ -52,7 +52,8 @@ def test_a_declared_block_without_its_marker_and_a_block_named_twice_are_errors(
         render_all(ctx)
     (tmp_path / "config/new.yaml").write_text(DIAGNOSTIC.replace("file: docs/new.md, block: new-diagnostic",
                                                                   "file: README.md, block: readme-leaderboard-top"))
-    with pytest.raises(MarkerError, match="'readme-leaderboard-top' is rendered by code and declared by a finding"):
+    twice = r"README.md: block 'readme-leaderboard-top' is rendered twice \(by code or a declaration\)"
+    with pytest.raises(MarkerError, match=twice):
         pages(Context(root=tmp_path, only=("README.md",)))
 
 
