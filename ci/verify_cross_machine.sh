@@ -6,7 +6,8 @@
 # (python -m fedflat.training.data.offline_archives).
 # Exit 0: every record identical; 1: a record differs (the report names the fields); 77: skipped, the reason printed
 # (the registry is unreachable, or the records' commit is not in this checkout's history: a shallow clone).
-#   bash ci/verify_cross_machine.sh            (VERIFY_SAMPLE=10 VERIFY_SEED=0 VERIFY_JOBS=2 by default)
+#   bash ci/verify_cross_machine.sh            (VERIFY_SAMPLE=10 VERIFY_SEED=0 VERIFY_JOBS=2 by default;
+#                                               VERIFY_OUT=<report.md> also writes the report and its CSV)
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO"
@@ -25,4 +26,4 @@ PY
 ) || { echo "SKIP: results/evidence/$STUDY/runs.csv could not be read"; exit 77; }
 [ -z "$missing" ] || { echo "SKIP: commit(s) $missing not in this checkout's history (a shallow clone?)"; exit 77; }
 exec "$PY" -m fedflat.evidence verify --sample "${VERIFY_SAMPLE:-10}" --study "$STUDY" --seed "${VERIFY_SEED:-0}" \
-  --jobs "${VERIFY_JOBS:-2}"
+  --jobs "${VERIFY_JOBS:-2}" ${VERIFY_OUT:+--out "$VERIFY_OUT"}
