@@ -17,14 +17,32 @@ from fedflat.pipeline.study import load_config_file
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module", params=["leaderboard", "leaderboard_v2"])
-def state(request):
-    """v3's evidence (while its continuation has not run, there is no choice to check yet) and v2's (legacy)."""
-    ev = Evidence(request.param, REPO / "results/evidence")
+def _state(study):
+    ev = Evidence(study, REPO / "results/evidence")
     if not (ev.dir / "checkpoints/tuning_choice.json").exists():
-        pytest.skip(f"no committed choice in {ev.dir} yet")
+        # nothing to check yet; test_no_stage_without_the_checkpoint_it_runs_from fails if later stages exist
+        pytest.skip(f"no committed choice in {ev.dir} yet (its continuation has not run)")
     lb = load_config_file(ev.dir / "config/leaderboard.yaml")["leaderboard"]  # the config it was made with
     return ev.runs(), json.loads((ev.dir / "checkpoints/tuning_choice.json").read_text()), lb, ev.dir
+
+
+@pytest.fixture(scope="module", params=["leaderboard", "leaderboard_v2"])
+def state(request):
+    """v3's evidence and v2's (legacy)."""
+    return _state(request.param)
+
+
+@pytest.mark.parametrize("study", ["leaderboard", "leaderboard_v2"])
+def test_no_stage_without_the_checkpoint_it_runs_from(study):
+    """A continuation record needs the committed screen file that chose its cell, and a final or ablation record the
+    committed choice: evidence exported without them could not be checked by the tests below, which then skip."""
+    ev = Evidence(study, REPO / "results/evidence")
+    runs = ev.runs()
+    assert len(page_records.stage_runs(runs, "screen")), study
+    needs = {"continuation": "screen_choice.json", "final": "tuning_choice.json", "ablation": "tuning_choice.json"}
+    for stage, name in needs.items():
+        if len(page_records.stage_runs(runs, stage)):
+            assert (ev.dir / "checkpoints" / name).exists(), (study, stage, name)
 
 
 def _pick(choice, partition, preset):
@@ -66,7 +84,7 @@ def test_every_final_and_ablation_record_sits_at_its_pick(state):
         assert _at(r, ablation_cell(lb, r.preset, _pick(choice, r.partition, r.preset))), r.run_id
 
 
-def test_the_committed_table_ranks_as_the_evidence_does(state):
+def test_the_committed_table_ranks_as_the_evidence_does():
     """The table Snakemake rendered from the run directories (results/leaderboard/leaderboard.csv, committed with the
     evidence) and the pages' ranking from the records (page_records.summary; both leaderboard.ranking) must agree on
     every (partition, method): rank, band, completed seeds, stability and the mean over the completed seeds; a table
@@ -74,9 +92,7 @@ def test_the_committed_table_ranks_as_the_evidence_does(state):
     diverged seed below every completed method, pooled-std bands), which no code applies now: v3 only."""
     import pandas as pd
 
-    runs, _, lb, where = state
-    if where.name != "leaderboard":
-        pytest.skip("v2's committed table was ranked by v2's rule (docs/leaderboard_v2.md)")
+    runs, _, lb, where = _state("leaderboard")
     table = where / "tables/leaderboard.csv"
     if not table.exists():
         pytest.skip("the leaderboard table is exported once the final stage is complete")
