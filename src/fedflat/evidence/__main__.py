@@ -5,7 +5,11 @@
   trace STUDY TABLE ROW COLUMN     the runs behind one table cell (run ids, seeds, settings, commit)
   verify RUN_ID... | --sample K [--study S]
                                    re-run committed records from scratch at the commit they name and report per
-                                   record: identical, within 0.1 point, or different (evidence/verify.py)"""
+                                   record: identical, within 0.1 point, or different (evidence/verify.py)
+  worktree STUDY DEST [--data-root D]
+                                   a new worktree at the one commit of a study's records, the records placed where
+                                   its code reads them, so the study resumes without re-running them
+                                   (evidence/resume_tree.py)"""
 from __future__ import annotations
 
 import argparse
@@ -43,6 +47,10 @@ def main(argv=None) -> int:
     ve.add_argument("--scratch", help="where the re-runs go (default: a new temporary directory, removed after)")
     ve.add_argument("--data-root", default="data")
     ve.add_argument("--out", help="also write the Markdown report here, and its rows as CSV beside it")
+    wt = sub.add_parser("worktree", help="a worktree to resume a long study in, seeded with its committed records")
+    wt.add_argument("study", help="the evidence folder: results/evidence/<study>/")
+    wt.add_argument("dest", help="a new directory for the worktree")
+    wt.add_argument("--data-root", default="data", help="the data sets the study reads (the resume command names it)")
     a = ap.parse_args(argv)
     try:
         if a.cmd == "export":
@@ -69,6 +77,8 @@ def main(argv=None) -> int:
             print("re-rendered: " + (", ".join(changed) if changed else "nothing changed"))
         elif a.cmd == "verify":
             return _verify(a)
+        elif a.cmd == "worktree":
+            _worktree(a)
         else:
             from .trace import render
 
@@ -97,6 +107,32 @@ def _export(a, cfg: dict, export_study, load_study) -> dict:
                             config_path=config_path)
     finally:
         os.chdir(here)
+
+
+def _worktree(a) -> None:
+    """Seed the worktree and print the command that resumes the study in it."""
+    import shlex
+    import sys
+    from pathlib import Path
+
+    from .resume_tree import seed_worktree
+    from .verify import config_naming
+
+    dest = Path(a.dest).resolve()
+    commit, placed, n = seed_worktree(a.study, dest)
+    config = config_naming(a.study, dest / "config")
+    target = " leaderboard_runs" if a.study == "leaderboard" else ""  # a leaderboard's runs, all stages
+    q = shlex.quote
+    print(f"{a.study}: worktree {dest} at commit {commit}; {n} committed records placed at "
+          f"{placed.relative_to(dest)} (untracked: the tree stays clean, and they are not run again)")
+    if config is None:
+        print(f"no config at {commit} names study {a.study!r}: resume with that commit's config for it")
+        return
+    print(f"resume there, and export from this checkout (python -m fedflat.evidence export {q(str(config.relative_to(dest)))}"
+          f" --from {q(str(dest))}):")
+    print(f"  cd {q(str(dest))} && PYTHONPATH={q(str(dest / 'src'))} {q(str(Path(sys.executable).parent / 'snakemake'))}"
+          f"{target} --cores 1 --keep-going --rerun-incomplete --configfile {q(str(config.relative_to(dest)))} "
+          f"--config data_root={q(str(Path(a.data_root).resolve()))}")
 
 
 def _verify(a) -> int:

@@ -86,6 +86,14 @@ def study_config(study: str, root: Path = EVIDENCE, config_root: Path = Path("co
     snaps = sorted((Path(root) / study / "config").rglob("*.yaml"))
     if snaps:
         return snaps[0]
+    found = config_naming(study, config_root)
+    if found is None:
+        raise ConfigError(f"verify: no config names study {study!r} (no snapshot under {Path(root) / study / 'config'})")
+    return found
+
+
+def config_naming(study: str, config_root: Path = Path("config")) -> Path | None:
+    """The first config file under `config_root` whose `study:` is `study` (None: none)."""
     import yaml
 
     for f in sorted(Path(config_root).rglob("*.yaml")):
@@ -94,7 +102,7 @@ def study_config(study: str, root: Path = EVIDENCE, config_root: Path = Path("co
                 return f
         except yaml.YAMLError:
             continue
-    raise ConfigError(f"verify: no config names study {study!r} (no snapshot under {Path(root) / study / 'config'})")
+    return None
 
 
 def spec_of(record: dict, study: str, root: Path = EVIDENCE):
