@@ -11,11 +11,11 @@ numerics version at a clean commit), so a legacy record never replaces a run.
 """
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 from ..core.errors import ConfigError
+from ..core.util.io import copy_file
 from .export import EVIDENCE
 from .records import regenerable
 
@@ -63,8 +63,7 @@ def seed_worktree(study: str, dest: Path, root: Path = EVIDENCE, repo: Path = Pa
     if done.returncode:
         raise ConfigError(f"worktree: git worktree add failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
     placed = dest / "results" / "evidence" / folder / "runs.csv"
-    placed.parent.mkdir(parents=True)
-    shutil.copyfile(Path(root) / study / "runs.csv", placed)
+    copy_file(Path(root) / study / "runs.csv", placed)
     head = _git(dest, "rev-parse", "HEAD").stdout.strip()
     described = _git(dest, "describe", "--always", "--dirty", "--abbrev=12").stdout.strip()  # what records name
     if described.endswith("-dirty") or not head.startswith(commit):
