@@ -12,6 +12,8 @@ import pandas as pd
 import pytest
 import yaml
 
+import fedflat
+from fedflat.core.errors import ConfigError
 from fedflat.pipeline.build import build
 from fedflat.evidence.export import export_study
 from fedflat.evidence.verify import Rerunner, compare, pick, spec_from_fields, spec_of, verify
@@ -100,6 +102,22 @@ def test_a_modified_tree_is_re_run_at_its_base_commit_and_says_so(tmp_path):
         r.code({"git_commit": "0000000000ff"})
     for tree in tmp_path.glob("code-*"):
         subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], capture_output=True)
+
+
+def test_a_shallow_clone_stands_in_for_a_missing_commit_only_at_the_records_numerics_version(tmp_path):
+    """--at available (ci/verify_cross_machine.sh): a commit the clone lacks is re-run with this checkout when the
+    record's numerics version is today's, and refused otherwise; --at record refuses it either way."""
+    from fedflat.core.util.numerics import NUMERICS_VERSION
+
+    here = Path(fedflat.__file__).resolve().parent.parent
+    missing = {"git_commit": "0000000000ff", "numerics_version": str(NUMERICS_VERSION)}
+    src, _, note = Rerunner(tmp_path, Path("data"), at="available", repo=REPO).code(missing)
+    assert src == here and "0000000000ff not in this clone's history" in note
+    with pytest.raises(ConfigError, match=r"numerics version \(\d+\) is not the record's \(0\)"):
+        Rerunner(tmp_path, Path("data"), at="available", repo=REPO).code({**missing, "numerics_version": "0"})
+    with pytest.raises(ConfigError, match="cannot check out commit"):
+        Rerunner(tmp_path, Path("data"), at="record", repo=REPO).code(missing)
+    assert not list(tmp_path.glob("code-*"))
 
 
 def test_verify_names_what_is_missing_in_one_line(tmp_path):

@@ -41,8 +41,10 @@ def main(argv=None) -> int:
     ve.add_argument("--sample", type=int, help="a seeded random sample of this many records")
     ve.add_argument("--study", help="only the records of this study's evidence (results/evidence/<study>/)")
     ve.add_argument("--seed", type=int, default=0, help="the sample's seed")
-    ve.add_argument("--at", choices=("record", "head"), default="record",
-                    help="the code to re-run with: the commit each record names (default) or this checkout")
+    ve.add_argument("--at", choices=("record", "head", "available"), default="record",
+                    help="the code to re-run with: the commit each record names (default), this checkout, or "
+                    "(available) the record's commit where this clone has it, else this checkout when its numerics "
+                    "version is the record's")
     ve.add_argument("--jobs", type=int, default=1, help="records re-run in parallel (one core each)")
     ve.add_argument("--scratch", help="where the re-runs go (default: a new temporary directory, removed after)")
     ve.add_argument("--data-root", default="data")
@@ -115,19 +117,23 @@ def _worktree(a) -> None:
     import sys
     from pathlib import Path
 
+    import yaml
+
+    from ..results.leaderboard.protocol import is_leaderboard
     from .resume_tree import seed_worktree
     from .verify import config_naming
 
     dest = Path(a.dest).resolve()
     commit, placed, n = seed_worktree(a.study, dest)
     config = config_naming(a.study, dest / "config")
-    target = " leaderboard_runs" if a.study == "leaderboard" else ""  # a leaderboard's runs, all stages
     q = shlex.quote
     print(f"{a.study}: worktree {dest} at commit {commit}; {n} committed records placed at "
           f"{placed.relative_to(dest)} (untracked: the tree stays clean, and they are not run again)")
     if config is None:
         print(f"no config at {commit} names study {a.study!r}: resume with that commit's config for it")
         return
+    leaderboard = is_leaderboard(yaml.safe_load(config.read_text()) or {})  # the commit's own file, unvalidated
+    target = " leaderboard_runs" if leaderboard else ""
     print(f"resume there, and export from this checkout (python -m fedflat.evidence export {q(str(config.relative_to(dest)))}"
           f" --from {q(str(dest))}):")
     print(f"  cd {q(str(dest))} && PYTHONPATH={q(str(dest / 'src'))} {q(str(Path(sys.executable).parent / 'snakemake'))}"

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..core.errors import ConfigError
 from ..core.util.io import copy_file
 from .export import EVIDENCE
-from .records import regenerable
+from .legacy import reason
 
 PREFIX = "zz_resumed_"  # sorts after every study folder, so its record wins a run id an older file also holds
 
@@ -31,7 +31,7 @@ def study_commit(study: str, root: Path = EVIDENCE) -> tuple[str, int]:
     if not path.exists():
         raise ConfigError(f"worktree: {path} not found: no committed evidence of study {study!r}")
     runs = pd.read_csv(path, dtype=str, keep_default_na=False)
-    usable = [r for r in runs.to_dict("records") if not r.get("legacy") and regenerable(r) is None]
+    usable = [r for r in runs.to_dict("records") if reason(r) is None]
     commits = sorted({r["git_commit"] for r in usable})
     if len(commits) != 1:
         raise ConfigError(f"worktree: {path} holds regenerable records of {len(commits)} commits "

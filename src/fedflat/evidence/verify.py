@@ -2,13 +2,14 @@
 
     python -m fedflat.evidence verify RUN_ID [RUN_ID ...]           # any stage of any study's evidence
     python -m fedflat.evidence verify --sample 10 [--study S]       # a seeded random sample of the records
-           [--at record|head] [--jobs N] [--scratch DIR] [--data-root data] [--out report.md]
+           [--at record|head|available] [--jobs N] [--scratch DIR] [--data-root data] [--out report.md]
 
 Each record is re-run in a scratch directory, never in results/: its partition, its training and (where the record
 keeps a Hessian) its Hessian, with the code of the commit the record names (`--at record`, a `git worktree` of that
 commit; a record made from a modified tree is re-run at its base commit and says so) or with this checkout
-(`--at head`), in the numerics the record ran under. The new record is compared with the committed one field by
-field, at the precision runs.csv keeps (6 significant digits):
+(`--at head`; `--at available`: the record's commit where this clone has it, else this checkout when its numerics
+version is the record's), in the numerics the record ran under. The new record is compared with the committed one
+field by field, at the precision runs.csv keeps (6 significant digits):
 
   identical   every measured field equal (status, rounds, accuracies, loss, flatness, Hessian values)
   within 0.1  the same status, and every accuracy within 0.1 point (other fields may differ)
@@ -207,12 +208,18 @@ def compare(recorded: dict, rerun: dict) -> tuple[str, dict, float]:
 
 
 class Rerunner:
-    """Re-runs records in `scratch` with the code of their commit (or of this checkout)."""
+    """Re-runs records in `scratch` with the code of their commit (`at` "record"), of this checkout ("head"), or of
+    their commit where this clone has it and else of this checkout when its numerics version is the record's
+    ("available": a shallow clone)."""
 
     def __init__(self, scratch: Path, data_root: Path, at: str = "record", repo: Path = Path(".")):
         self.scratch, self.data_root, self.at, self.repo = Path(scratch), Path(data_root).resolve(), at, Path(repo)
         self.scratch.mkdir(parents=True, exist_ok=True)
         self._trees: dict[str, Path] = {}
+
+    def _lacks(self, commit: str) -> bool:
+        return subprocess.run(["git", "-C", str(self.repo), "cat-file", "-e", f"{commit}^{{commit}}"],
+                              capture_output=True).returncode != 0
 
     def code(self, record: dict) -> tuple[Path, str, str]:
         """(src directory, the commit it holds, a note) of the code that re-runs `record`."""
@@ -227,6 +234,17 @@ class Rerunner:
         note = f"made from a modified tree ({commit}): re-run at its base commit" if commit.endswith("-dirty") else ""
         if base == head.removesuffix("-dirty") and not head.endswith("-dirty"):
             return here, head, note
+        if self.at == "available" and base not in self._trees and self._lacks(base):
+            # a shallow clone: this checkout stands in only where it computes the same numbers by contract, the
+            # record's own numerics version (the golden runs guard it; util/numerics.py)
+            from ..core.util.numerics import NUMERICS_VERSION
+
+            if str(record.get("numerics_version")) != str(NUMERICS_VERSION):
+                raise ConfigError(f"verify: commit {base} is not in this clone's history, and this checkout's numerics "
+                                  f"version ({NUMERICS_VERSION}) is not the record's "
+                                  f"({record.get('numerics_version')})")
+            return here, head, f"commit {base} not in this clone's history: re-run with this checkout, of the " \
+                               "record's numerics version"
         if base not in self._trees:
             tree = self.scratch / f"code-{base}"
             if not tree.exists():
