@@ -45,11 +45,34 @@ def is_pick(v):
     return isinstance(v, dict) and set(v) == {"pick"}
 
 
-def test_only_the_first_stage_runs_before_any_pick(cfg):
+def test_only_the_first_stage_runs_before_any_pick(cfg, tmp_path, monkeypatch):
+    """With no record and no run on disk (a fresh directory: the evidence root is relative to it), nothing is
+    picked, so only the stage that needs no pick joins."""
+    monkeypatch.chdir(tmp_path)
     study = load_study(cfg)
     assert set(study.experiments) == {"lr1_A_q4", "lr1_A_k25", "lr_t1_iid", "lr_t1_dir"}
     waiting = study.picks["waiting"]
     assert waiting["rho_A_q4"] == ["lr1_A_q4"] and waiting["final_B_k10"] == ["lr_B_k25", "rho_A_k25"]
+
+
+def test_a_stage_joins_only_once_the_committed_records_hold_its_grids(cfg, tmp_path, monkeypatch):
+    """With the committed evidence (and no run on disk), every pick that resolved reads a grid whose runs are all
+    recorded, and every experiment that joined has each of its picks resolved: a later stage never runs at a value
+    read from a grid that is still running."""
+    evidence = REPO / "results/evidence"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results/evidence").symlink_to(evidence)
+    study = load_study(cfg)
+    resolved = study.picks["resolved"]
+    for t in resolved:
+        rids = [rid for e in study.tables[t]["experiments"] for rid, _ in study.experiments[e]]
+        assert rids and not study.unrecorded(rids), t
+    for name, exp in cfg["experiments"].items():
+        tables = {a_v["pick"] for a in exp["algorithms"] for section in ("training", "params")
+                  for a_v in (a.get(section) or {}).values() if is_pick(a_v)}
+        assert (name in study.experiments) == (tables <= set(resolved)), name
+        assert (name in study.picks["waiting"]) == (name not in study.experiments), name
 
 
 def test_every_tuned_value_is_on_the_papers_grid_and_on_validation(planned):
