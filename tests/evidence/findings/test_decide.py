@@ -168,3 +168,21 @@ def test_holm_adjusts_the_p_values_within_a_family_across_findings(tmp_path):
     assert got[raw[0][1]]["p_holm"] == pytest.approx(2 * raw[0][0])  # the smaller of two: times 2
     assert got[raw[1][1]]["p_holm"] == pytest.approx(max(2 * raw[0][0], raw[1][0]))
     assert not math.isnan(got["one"]["detectable"])
+
+
+def test_a_completed_run_without_its_metric_waits_and_never_shifts_a_pair(tmp_path):
+    """A final run whose Hessian job has not run yet (λ_max empty) is neither a failure nor a value: the claim waits
+    and says how many runs lack the metric; the pairs are by seed, so a gap never pairs one seed's value with
+    another's."""
+    lam = {0: 5.0, 1: math.nan, 2: 5.4}
+    rows = [record("fedsam", s, 80.0, lambda_max=lam[s]) for s in (2, 0, 1)]
+    rows += [record("fedavg", s, 80.0, lambda_max=4.0 + s / 10) for s in range(3)]
+    ctx = write_runs(tmp_path, rows)
+    f = finding(kind="paired_claim", seeds=[0, 1, 2], metric="lambda_max", units=[{"name": "u"}],
+                treatment={"preset": "fedsam"}, baseline={"preset": "fedavg"}, paper={"value": 1.0})
+    r = evaluate(ctx, f)["units"][0]
+    assert r["state"] == "waits", r["verdict"]
+    assert r["verdict"] == "waits for its runs: 6 of 6 in `study`; 1 of them without lambda_max yet"
+    a, _ = r["cells"]
+    assert a["diverged"] == 0 and a["unmeasured"] == 1 and a["per_seed"] == {0: 5.0, 2: 5.4}
+    assert r["n"] == 2 and r["ours"] == pytest.approx(((5.0 - 4.0) + (5.4 - 4.2)) / 2)  # seed 0 with 0, 2 with 2

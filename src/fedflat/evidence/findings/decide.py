@@ -35,8 +35,8 @@ CLOSES_WORDS = {"waits": "waits for its runs", "no_gap": "no gap to explain: the
 ORDER_WORDS = {"appears": "appears", "reversed": "reversed", "within": "within the seed spread",
                "unsettled": "not settled", "diverged": "{n} seed(s) diverged"}
 CLAIM_WORDS = {"supported": "supported", "contradicted": "contradicted", "inconclusive": "inconclusive",
-               "waits": "waits for its runs: {recorded} of {expected} in `{evidence}`{set_aside}",
-               "set_aside": "; {n} legacy record(s) set aside",
+               "waits": "waits for its runs: {recorded} of {expected} in `{evidence}`{unmeasured}{set_aside}",
+               "unmeasured": "; {n} of them without {metric} yet", "set_aside": "; {n} legacy record(s) set aside",
                "beyond_margin": "(larger than the paper's margin, not significant after Holm)"}
 # a paired unit's state (r["state"]), as counts name it
 STATE_NAMES = {"supported": "supported", "contradicted": "contradicted", "inconclusive": "inconclusive",
@@ -293,10 +293,9 @@ def _compare(a: dict | None, b: dict | None, words: dict) -> dict:
 
 def _paired(a: dict, b: dict) -> dict:
     """The paired test over the seeds both arms completed; the seeds where only one arm diverged, by arm."""
-    def by_seed(c):
+    def by_seed(c):  # {seed: value} of the measured seeds, and the seeds that did not complete
         rows = c["rows"]
-        done = rows[rows["status"] == "completed"]["seed"].tolist()
-        return dict(zip(done, c["acc"])), set(rows["seed"]) - set(done)
+        return c["per_seed"], set(rows[rows["status"] != "completed"]["seed"].astype(int))
     (va, fa), (vb, fb) = by_seed(a), by_seed(b)
     seeds = sorted(set(va) & set(vb))
     t = paired_t([va[s] - vb[s] for s in seeds])
@@ -355,10 +354,13 @@ def _beyond_margin(r: dict, sign: float) -> bool:
 
 
 def _waiting(f, r: dict, words: dict) -> dict:
-    """What a waiting unit waits for: {recorded} and {expected} runs of both arms, {evidence}, {set_aside}."""
+    """What a waiting unit waits for: {recorded} and {expected} runs of both arms, {evidence}, {unmeasured} (the
+    completed runs whose metric is not measured yet), {set_aside}."""
     a, b = r["cells"]
-    n = r.get("set_aside", 0)
+    n, m = r.get("set_aside", 0), a["unmeasured"] + b["unmeasured"]
+    metric = r["unit"].get("metric") or f.metric
     return {"recorded": a["seeds"] + b["seeds"], "expected": a["need"] + b["need"], "evidence": f.get("evidence"),
+            "unmeasured": fill(words["unmeasured"], n=m, metric=metric) if m else "",
             "set_aside": fill(words["set_aside"], n=n) if n else ""}
 
 

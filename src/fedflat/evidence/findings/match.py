@@ -95,9 +95,13 @@ def cell(runs, where: dict | list, metric: str, seeds, key: str = "where") -> di
         raise ConfigError(f"{key}: {int(sub['seed'].duplicated().sum())} records share a seed; name the setting "
                           f"that tells them apart (e.g. the experiment)")
     vals = sub[metric].astype(float) if metric in sub.columns else sub["seed"] * math.nan
-    done = (sub["status"] == "completed") & np.isfinite(vals)
-    return {"acc": [float(v) for v in vals[done]], "diverged": int((~done).sum()), "seeds": len(sub), "rows": sub,
-            "need": len(seeds), "unmeasured": int(((sub["status"] == "completed") & ~np.isfinite(vals)).sum())}
+    completed = (sub["status"] == "completed").to_numpy()
+    done = completed & np.isfinite(vals).to_numpy()
+    # a completed run whose metric is not measured yet (its Hessian job still to run) is neither a value nor a
+    # failure: the cell is not complete until it is (complete())
+    return {"acc": [float(v) for v in vals[done]], "diverged": int((~completed).sum()), "seeds": len(sub),
+            "rows": sub, "need": len(seeds), "unmeasured": int((completed & ~done).sum()),
+            "per_seed": {int(s): float(v) for s, v in zip(sub["seed"][done], vals[done])}}
 
 
 def table_cell(frame, row: str, metric: str, group: str | None = None) -> dict | None:
@@ -122,8 +126,8 @@ def mean(c: dict | None) -> float | None:
 
 
 def complete(*cells) -> bool:
-    """Every cell recorded for every seed (a diverged seed counts as recorded)."""
-    return all(c is not None and c["seeds"] >= c["need"] for c in cells)
+    """Every cell recorded for every seed (a diverged seed counts as recorded) and every completed seed measured."""
+    return all(c is not None and c["seeds"] >= c["need"] and not c["unmeasured"] for c in cells)
 
 
 def cell_text(c: dict | None) -> str:
