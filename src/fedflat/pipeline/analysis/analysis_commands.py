@@ -77,7 +77,8 @@ def cmd_hessian(a, p) -> None:
             pairs, ids = ((run.fm.module, b) for b in own), list(range(len(own)))
         else:  # protocol (d): each sampled client's own end-of-round model on its own data
             pairs, ids = local_pairs(run, a.run_dir, p["round"], own)
-        out = paired_spectra(pairs, p["max_iter"], p["tol"], p["trace_samples"], p["seed"])
+        out = paired_spectra(announced(pairs, len(ids), f"hessian ({p['split']})", t0), p["max_iter"], p["tol"],
+                             p["trace_samples"], p["seed"])
         out.update(client_ids=ids, params=p, run_dir=str(a.run_dir), seconds=time.perf_counter() - t0)
         write_json(Path(a.out), out)
         print(f"hessian ({p['split']}): lambda_max mean={out['lambda_max_mean']:.4g} max={out['lambda_max_max']:.4g}")
@@ -88,6 +89,17 @@ def cmd_hessian(a, p) -> None:
     out.update(params=p, run_dir=str(a.run_dir), seconds=time.perf_counter() - t0)
     write_json(Path(a.out), out)
     print(f"hessian: lambda_max={out['lambda_max']:.4g} trace={out['trace']}")
+
+
+def announced(pairs, total: int, what: str, t0: float, every: int = 10):
+    """The pairs unchanged, with a progress line on stderr after every `every`-th (one spectrum per client: a run
+    of 100 clients takes minutes, and its log would otherwise stay silent until the end)."""
+    done = 0
+    for pair in pairs:
+        if done and done % every == 0:
+            print(f"{what}: {done} of {total} spectra, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+        yield pair
+        done += 1
 
 
 def client_batches(run, run_dir, batch_size: int) -> list:
