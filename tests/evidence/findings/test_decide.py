@@ -5,6 +5,7 @@ import math
 import pytest
 
 from fedflat.evidence.findings.decide import evaluate
+from fedflat.evidence.findings.match import mean
 
 from .helpers import finding, grid, record, write_runs
 
@@ -185,4 +186,5 @@ def test_a_completed_run_without_its_metric_waits_and_never_shifts_a_pair(tmp_pa
     assert r["verdict"] == "waits for its runs: 6 of 6 in `study`; 1 of them without lambda_max yet"
     a, _ = r["cells"]
     assert a["diverged"] == 0 and a["unmeasured"] == 1 and a["per_seed"] == {0: 5.0, 2: 5.4}
+    assert mean(a) is None  # never the mean of the measured seeds shown as the cell's
     assert r["n"] == 2 and r["ours"] == pytest.approx(((5.0 - 4.0) + (5.4 - 4.2)) / 2)  # seed 0 with 0, 2 with 2

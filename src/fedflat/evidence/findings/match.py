@@ -120,7 +120,7 @@ def table_cell(frame, row: str, metric: str, group: str | None = None) -> dict |
 
 def mean(c: dict | None) -> float | None:
     """The mean over seeds of a cell whose every seed completed; None otherwise (never within, never picked)."""
-    if c is None or c["diverged"] or c["seeds"] < c["need"]:
+    if c is None or c["diverged"] or c["unmeasured"] or c["seeds"] < c["need"]:
         return None
     return sum(c["acc"]) / len(c["acc"])
 
