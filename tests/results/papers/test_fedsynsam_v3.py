@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fedflat.results.papers.picks import resolve
+from fedflat.results.papers.picks import _entry_picks as entry_picks, resolve
 from fedflat.results.papers.published import parse_published
 from fedflat.pipeline.study import load_config_file, load_study
 
@@ -69,8 +69,7 @@ def test_a_stage_joins_only_once_the_committed_records_hold_its_grids(cfg, tmp_p
         rids = [rid for e in study.tables[t]["experiments"] for rid, _ in study.experiments[e]]
         assert rids and not study.unrecorded(rids), t
     for name, exp in cfg["experiments"].items():
-        tables = {a_v["pick"] for a in exp["algorithms"] for section in ("training", "params")
-                  for a_v in (a.get(section) or {}).values() if is_pick(a_v)}
+        tables = {t for a in exp["algorithms"] for _, _, t in entry_picks(a)}
         assert (name in study.experiments) == (tables <= set(resolved)), name
         assert (name in study.picks["waiting"]) == (name not in study.experiments), name
 
