@@ -140,7 +140,8 @@ def _published_mean(table: dict, row: str, column: str) -> float:
 
 
 def test_every_claim_is_declared_before_the_finals_with_the_papers_margin(cfg):
-    findings = [f for f in cfg["findings"] if f["kind"] != "summary"]  # the claims (the summary counts them)
+    # the claims: the summary counts them, and the `tables` entries only show the tuning stages' tables
+    findings = [f for f in cfg["findings"] if f["kind"] not in ("summary", "tables")]
     ids = [f["id"] for f in findings]
     assert len(ids) == len(set(ids)) == 31
     kinds = {"paired_claim", "adopt_candidate", "closes_shortfall", "ordering"}
@@ -179,3 +180,11 @@ def test_the_deviations_file_names_runs_and_tables_of_the_config(cfg):
             assert d["experiments"] and d["table"] in cfg["tables"], name
     named = {e for d in dev["deviations"].values() for e in d["experiments"]}
     assert {n for n in cfg["experiments"] if n.startswith("dev_")} <= named  # every sensitivity run is a deviation's
+
+
+def test_every_tuning_table_is_shown_on_the_page(cfg):
+    """Each grid_search table (the settings of the primary cells) has one `tables` finding on docs/reproduction.md."""
+    grids = {t for t, spec in cfg["tables"].items() if spec["kind"] == "grid_search"}
+    shown = [f for f in cfg["findings"] if f["kind"] == "tables"]
+    assert sorted(t for f in shown for t in f["tables"]) == sorted(grids)
+    assert all(f["evidence"] == "fedsynsam_v3" and f["page"]["file"] == "docs/reproduction.md" for f in shown)
