@@ -27,7 +27,7 @@ def write_run(d: Path, spec, acc: float | None, lam: float | None = None, rounds
                       "status": ["ok"] * (rounds - 1) + ["ok" if ok else "diverged"]})
     m.to_csv(d / "metrics.csv", index=False)
     summary = {"status": "completed" if ok else "diverged", "final_acc": acc or 0.0, "last10_acc": acc or 0.0,
-               "best_acc": acc or 0.1, "final_test_loss": 0.5, "rounds_completed": rounds, "eval_split": eval_split,
+               "best_acc": acc or 0.1, "final_loss": 0.5, "rounds_completed": rounds, "eval_split": eval_split,
                "up_bytes_total": 320, "down_bytes_total": 320, "grad_evals_per_step": 1, "wall_time": 12.5,
                "train_time": 11.0, "num_params": 10, "resumed_from": []}
     (d / "summary.json").write_text(json.dumps(summary))

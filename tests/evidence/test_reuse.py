@@ -156,3 +156,21 @@ def test_a_table_of_analysis_values_reads_the_records_the_evidence_keeps(tmp_pat
         file_metric([s.run_dir(seed1[0])], "hessian_clients.json", "lambda_max_mean")
     with pytest.raises(FileNotFoundError, match=r"hessian_clients.json: missing"):
         file_metric(seed0, "hessian_clients.json", "trace_mean")
+
+
+def test_a_run_written_under_the_old_loss_key_reads_as_final_loss(study):
+    """Runs written before 29 Nov 2026 named the eval split's final loss "final_test_loss" (also on validation): the
+    record and every reader of summary.json take it as final_loss, and a wrong key would leave the record's NaN."""
+    rid = next(r for r, spec in study.runs.items() if spec.seed == 0)
+    path = Path(study.run_dir(rid), "summary.json")
+    s = json.loads(path.read_text())
+    s["final_test_loss"] = 0.25
+    del s["final_loss"]
+    path.write_text(json.dumps(s))
+    got = read_outcome(study.run_dir(rid), rid)
+    assert got["final_loss"] == 0.25 and "final_test_loss" not in got
+    assert summary_metric([study.run_dir(rid)], "final_loss").mean == pytest.approx(0.25)
+    export_study(study)
+    import pandas as pd
+    runs = pd.read_csv("results/evidence/g/runs.csv").set_index("run_id")
+    assert runs.loc[rid, "final_loss"] == pytest.approx(0.25)

@@ -82,7 +82,7 @@ def outcome_of_record(row: dict) -> dict:
             "final_acc": _fraction(row["final_acc"]) if ok else None,
             "last10_acc": _fraction(row["last10_acc"]) if ok else None,
             "best_acc": _fraction(row.get("best_acc", "")),
-            "final_test_loss": finite_number(row.get("final_loss", "")) if ok else None,
+            "final_loss": finite_number(row.get("final_loss", "")) if ok else None,
             "rounds_completed": None if rounds is None else int(rounds),
             **{col: finite_number(row.get(col, "")) for col in FILE_COLUMNS.values()},
             # what the leaderboard's tables read of the run beyond its summary (fedflat.core.util.curves)
@@ -126,13 +126,22 @@ def covers(run_id: str, needs: tuple[str, ...] = (), root: Path | str = EVIDENCE
     return all(out.get(k) is not None for k in needs if done or k not in _COMPLETED_ONLY)
 
 
+def current_keys(summary: dict) -> dict:
+    """summary.json under today's keys: runs written before 29 Nov 2026 named the final loss on their eval_split
+    "final_test_loss", also where that split was the validation one."""
+    if "final_test_loss" in summary and "final_loss" not in summary:
+        summary = {**summary, "final_loss": summary["final_test_loss"]}
+        del summary["final_test_loss"]
+    return summary
+
+
 def read_outcome(run_dir: str | Path, run_id: str | None, reuse: bool = True,
                  root: Path | str = EVIDENCE_ROOT, numerics: str = "native") -> dict:
     """A run's summary.json where its directory has one, else (with `reuse`) its committed record; a clear error
     naming the file where neither exists."""
     path = Path(run_dir) / SUMMARY
     if path.exists():
-        return json.loads(path.read_text())
+        return current_keys(json.loads(path.read_text()))
     out = recorded(run_id, root, numerics) if (reuse and run_id) else None
     if out is None:
         raise FileNotFoundError(f"{path}: missing, and no committed evidence records run {run_id!r}; "

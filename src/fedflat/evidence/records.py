@@ -7,7 +7,7 @@ import json
 import math
 from pathlib import Path
 
-from ..core.recorded import FILE_COLUMNS
+from ..core.recorded import FILE_COLUMNS, current_keys
 from ..core.util.curves import CURVE_COSTS, curve_costs
 
 # The order of runs.csv's columns (a test pins them: pages and trace read them by name).
@@ -79,7 +79,7 @@ def run_record(run_dir: str | Path, spec, experiments: list[str], label: str) ->
     """The record of one finished run (summary.json present). `spec` is its RunSpec; `experiments` the study's
     experiments it belongs to; `label` its algorithm label there."""
     d = Path(run_dir)
-    s = json.loads((d / "summary.json").read_text())
+    s = current_keys(json.loads((d / "summary.json").read_text()))
     cfg = json.loads((d / "config.json").read_text()) if (d / "config.json").exists() else {}
     env = cfg.get("environment", {})
     files = {f: _json(d / f) for f in dict.fromkeys(f for f, _ in FILE_COLUMNS)}  # hessian*.json
@@ -106,7 +106,7 @@ def run_record(run_dir: str | Path, spec, experiments: list[str], label: str) ->
         "final_acc": _pct(s.get("final_acc")) if ok else float("nan"),
         "last10_acc": last10,
         "best_acc": 100 * s["best_acc"] if s.get("best_acc") is not None else float("nan"),
-        "final_loss": _num(s.get("final_test_loss")) if ok else float("nan"),
+        "final_loss": _num(s.get("final_loss")) if ok else float("nan"),
         "flatness_mean": flat if ok else float("nan"),
         **{col: _num(files[f].get(key)) for (f, key), col in FILE_COLUMNS.items()},
         "lambda_max": _num(lam),  # older hessian.json files hold only the eigenvalue list

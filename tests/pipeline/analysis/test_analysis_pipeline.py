@@ -72,7 +72,7 @@ def test_study_pipeline(tmp_path, monkeypatch):
         assert meta["one_d"] == "zero" and meta["direction_seed"] == 0
         summary = json.loads((tmp_path / d / "summary.json").read_text())
         # the origin of the test surface is the final test loss of the run
-        assert abs(z["test_loss"][2, 2] - summary["final_test_loss"]) < 1e-5
+        assert abs(z["test_loss"][2, 2] - summary["final_loss"]) < 1e-5
     for name in study.figures:
         m = json.loads(json.dumps(figure_manifest(study, name)))
         FIGURE_KINDS.get(m["kind"]).render(m, [f"figures/{name}.pdf"])  # vector: fast to write

@@ -42,7 +42,7 @@ def test_smoke_run_learns_digits(name, digits6, tmp_path):
     theta0 = sim.srv.theta.clone()
     summary = sim.run()
     assert summary["status"] == "completed" and summary["rounds_completed"] == LEARN["rounds"]
-    assert math.isfinite(summary["final_test_loss"]) and all(math.isfinite(r["train_loss"]) for r in sim.log.rows)
+    assert math.isfinite(summary["final_loss"]) and all(math.isfinite(r["train_loss"]) for r in sim.log.rows)
     assert (sim.srv.theta - theta0).abs().max() > 1e-4  # the preset trained
     if name not in SLOW:
         assert summary["final_acc"] > 0.3, f"{name} did not learn: {summary['final_acc']}"

@@ -28,7 +28,7 @@ def test_shakespeare_natural_partition_char_lstm(tmp_path):
     (tmp_path / "shakespeare" / "raw_data.txt").write_text(PLAY_TEXT)
     ds = load_dataset("shakespeare-all", tmp_path)
     summary = _run(ds, natural_partition(ds), "char_lstm", {"hidden": 8}, tmp_path)
-    assert summary["status"] == "completed" and math.isfinite(summary["final_test_loss"])
+    assert summary["status"] == "completed" and math.isfinite(summary["final_loss"])
     assert summary["num_params"] == 640 + (4 * 8 * 8 + 4 * 8 * 8 + 64) + (4 * 8 * 16 + 64) + 8 * 80 + 80
 
 
@@ -44,5 +44,5 @@ def test_cifar10_augmented_lenet5(tmp_path, monkeypatch):
     ds = load_dataset("cifar10", tmp_path / "data")
     part = make_partition(ds.train_y.numpy(), "iid", 2, seed=0)
     summary = _run(ds, part, "lenet5", {}, tmp_path)
-    assert summary["status"] == "completed" and math.isfinite(summary["final_test_loss"])
+    assert summary["status"] == "completed" and math.isfinite(summary["final_loss"])
     assert summary["num_params"] == 797_962

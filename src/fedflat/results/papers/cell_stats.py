@@ -71,7 +71,7 @@ SUMMARY_METRICS = {
     "acc": ("final_acc", 100.0, True),
     "last10_acc": ("last10_acc", 100.0, True),
     "best_acc": ("best_acc", 100.0, False),  # FedSAGD's "top accuracy within the budget"
-    "final_loss": ("final_test_loss", 1.0, True),
+    "final_loss": ("final_loss", 1.0, True),
 }
 
 

@@ -441,7 +441,7 @@ class Simulation:
             "final_acc": evals[-1][acc] if evals and self.status == "completed" else None,
             "last10_acc": float(np.mean([r[acc] for r in evals[-tail:]])) if evals and self.status == "completed" else None,
             "best_acc": max((r[acc] for r in evals), default=None),
-            "final_test_loss": evals[-1][loss] if evals else None,
+            "final_loss": evals[-1][loss] if evals else None,  # on eval_split (before 29 Nov 2026: "final_test_loss")
             "wall_time": self.elapsed,
             "train_time": self.elapsed - sum(r.get("eval_time") or 0.0 for r in rows),
             "num_params": self.num_params,
