@@ -67,7 +67,7 @@ def test_v3_s_table_replaces_the_legacy_one_once_exported_on_regenerable_records
     text = rep.target(REP, T)(Context(root=tmp_path))
     assert not text.startswith("**Legacy") and "From `fedsynsam_v3`: within 2 points of the paper in 1 of 2" in text
     # a cause established for v2's cell does not explain v3's: only an assignment naming v3's evidence does
-    assert "| B | Q4 | 70.00 | 66.00±0.10 | -4.00 | no | **none assigned** |" in text
+    assert "| B | Q4 | 70.00 | 66.00±0.10 | -4.00 | no | none registered |" in text
     gaps = tmp_path / "config/papers/gaps/fedsynsam.yaml"
     gaps.write_text(GAPS + "- {target: table2_A_fmnist, evidence: fedsynsam_v3, rows: [B], columns: [Q4], "
                            "cause: v3c}\n")
@@ -120,3 +120,17 @@ def test_a_declaration_gives_the_paper_s_blocks_and_its_own_records_label(tmp_pa
     repo = Path(__file__).resolve().parents[2]
     assert {f"fedsynsam-{b}" for b in ("summary", "deviations", "gaps", "fig1_landscape", "table1_hessian")} \
         <= set(pages(Context(root=repo))["docs/reproduction.md"])
+
+
+def test_a_cell_with_a_diverged_seed_says_so_once(tmp_path):
+    """The exported table's text may already mark a diverged seed ("[1/3 diverged]"): the page adds its own count only
+    where it does not."""
+    ctx = _repo(tmp_path)
+    csv = tmp_path / "results/evidence/fedsynsam/tables" / f"{T}.csv"
+    frame = pd.read_csv(csv)
+    frame.loc[frame["row"] == "A", ["ours", "diverged"]] = ["80.50±0.10 [1/3 diverged]", 1]
+    frame.loc[frame["row"] == "B", "diverged"] = 1
+    frame.to_csv(csv, index=False)
+    text = rep.target(REP, T)(ctx)
+    assert "| 80.50±0.10 [1/3 diverged] | +0.50 |" in text
+    assert "| 75.00±0.10 (1 of 3 seeds diverged) | +5.00 |" in text

@@ -21,6 +21,8 @@ from .legacy import label
 
 STATUSES = ("measured", "post_hoc", "inconclusive", "unexplained")
 LABEL = {"measured": "measured", "post_hoc": "post hoc", "inconclusive": "inconclusive", "unexplained": "unexplained"}
+# a gap with no cause in the catalog's gaps file: no diagnostic was registered for it, said plainly (no cause hunted)
+NO_CAUSE = "none registered"
 VERB = {"measured": "Measured by", "post_hoc": "Shown after the fact by", "inconclusive": "See",
         "unexplained": "Candidates measured or named in"}
 KEYS = ("status", "reason", "says", "anchor", "diagnostic")
@@ -117,11 +119,11 @@ def block_for(paper: str, legacy: str = "Legacy"):
                   f"share counts once). Causes, by how they were established: measured (a rule fixed before the "
                   f"finals, on fresh runs, lands within 2 points of the paper): {count['measured']}; post hoc (a "
                   f"diagnostic designed after the finals were read): {count['post_hoc']}; inconclusive (seed spread): "
-                  f"{count['inconclusive']}; unexplained: {count['unexplained']}; with none: {none}.", "",
+                  f"{count['inconclusive']}; unexplained: {count['unexplained']}; none registered: {none}.", "",
                   "| targets | row | column | paper | ours | Δ | cause |", "|---|---|---|---|---|---|---|"]
         for r in rows:
             c = causes.get(r["cause"]) if r["cause"] else None
-            why = f"[{c.name}]({cause_link(c)}) ({LABEL[c.status]})" if c else "**none assigned**"
+            why = f"[{c.name}]({cause_link(c)}) ({LABEL[c.status]})" if c else NO_CAUSE
             lines.append(f"| {', '.join(f'`{t}`' for t in r['targets'])} | {r['row']} | {r['column']} | "
                          f"{r['paper']:.2f} | {ours_text(r['ours'])} | {signed(r['ours'] - r['paper'])} | {why} |")
         used = [causes[n] for n in dict.fromkeys(r["cause"] for r in rows if r["cause"])]

@@ -17,7 +17,7 @@ from ..core.errors import ConfigError
 from . import deviations, gaps
 from .atlas import anchor
 from .compare import signed, within
-from .gaps import LABEL, cause_link, cause_of, load_causes
+from .gaps import LABEL, NO_CAUSE, cause_link, cause_of, load_causes
 from .legacy import label, reasons
 
 KEYS = {"page", "targets", "figures", "sources", "pending"}
@@ -149,7 +149,7 @@ def _cells(ctx, study: str, config: str, table: str) -> list[dict]:
         if ok is None and p is not None and int(r.diverged) and not int(r.n_seeds):
             ok = False  # every seed diverged: a gap, not a blank (atlas.paper_rows)
         ours = str(r.ours)
-        if int(r.diverged) and int(r.n_seeds):
+        if int(r.diverged) and int(r.n_seeds) and "diverged" not in ours:  # the table may say so already
             ours += f" ({int(r.diverged)} of {int(r.diverged) + int(r.n_seeds)} seeds diverged)"
         out.append({"row": r.row, "column": r.group, "paper": p, "ours": ours,
                     "delta": math.nan if p is None else mean - p, "within": ok})
@@ -171,7 +171,7 @@ def target(rep: Reproduction, name: str):
             if c["within"] is False:
                 cause = cause_of(mine, name, c["row"], c["column"])
                 why = (f"[{cause}]({cause_link(causes[cause])}) ({LABEL[causes[cause].status]})" if cause
-                       else "**none assigned**")
+                       else NO_CAUSE)
             yes = {True: "yes", False: "no", None: "-"}[c["within"]]
             paper = "-" if c["paper"] is None else f"{c['paper']:.2f}"
             lines.append(f"| {c['row']} | {c['column']} | {paper} | {c['ours']} | {signed(c['delta'])} | "

@@ -146,9 +146,9 @@ def test_a_paired_claim_is_supported_contradicted_or_inconclusive_against_the_pa
 def test_a_diverged_seed_is_a_failure_of_its_arm(tmp_path):
     base = [80.0, 81.0, 79.0]
     ctx, f = _order(tmp_path / "a", [82.0, None, 81.0], base, kind="paired_claim", paper={"value": 2.0})
-    assert evaluate(ctx, f)["units"][0]["verdict"] == "contradicted"
+    assert evaluate(ctx, f)["units"][0]["verdict"] == "contradicted (the treatment failed on seed 1)"
     ctx, f = _order(tmp_path / "b", [82.0, 83.0, 81.0], [80.0, None, 79.0], kind="paired_claim", paper={"value": 2.0})
-    assert evaluate(ctx, f)["units"][0]["verdict"] == "inconclusive"
+    assert evaluate(ctx, f)["units"][0]["verdict"] == "inconclusive (no pair: the baseline failed on seed 1)"
 
 
 def test_holm_adjusts_the_p_values_within_a_family_across_findings(tmp_path):

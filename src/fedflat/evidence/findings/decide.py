@@ -37,7 +37,9 @@ ORDER_WORDS = {"appears": "appears", "reversed": "reversed", "within": "within t
 CLAIM_WORDS = {"supported": "supported", "contradicted": "contradicted", "inconclusive": "inconclusive",
                "waits": "waits for its runs: {recorded} of {expected} in `{evidence}`{unmeasured}{set_aside}",
                "unmeasured": "; {n} of them without {metric} yet", "set_aside": "; {n} legacy record(s) set aside",
-               "beyond_margin": "(larger than the paper's margin, not significant after Holm)"}
+               "beyond_margin": "(larger than the paper's margin, not significant after Holm)",
+               "treatment_failed": "(the treatment failed on seed {seeds})",
+               "baseline_failed": "(no pair: the baseline failed on seed {seeds})"}
 # a paired unit's state (r["state"]), as counts name it
 STATE_NAMES = {"supported": "supported", "contradicted": "contradicted", "inconclusive": "inconclusive",
                "waits": "waiting for runs"}
@@ -337,6 +339,10 @@ def judge_paired(f, units: list[dict], adjusted: dict) -> None:
         r["verdict"] = fill(words[r["state"]], **_waiting(f, r, words))
         if r["state"] == "inconclusive" and _beyond_margin(r, sign):
             r["verdict"] += " " + words["beyond_margin"]
+        for arm in ("treatment", "baseline") if r["state"] in ("contradicted", "inconclusive") else ():
+            if r["failed"][arm]:  # the verdict rests on a failed seed, not on the interval: say which
+                r["verdict"] += " " + fill(words[f"{arm}_failed"], seeds=", ".join(map(str, r["failed"][arm])))
+                break
 
 
 def _contradicts(r: dict, sign: float) -> bool:
