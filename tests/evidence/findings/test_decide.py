@@ -151,6 +151,24 @@ def test_a_diverged_seed_is_a_failure_of_its_arm(tmp_path):
     assert evaluate(ctx, f)["units"][0]["verdict"] == "inconclusive (no pair: the baseline failed on seed 1)"
 
 
+def test_pairs_only_reads_a_claim_by_the_seeds_both_arms_completed_and_a_post_hoc_rule_says_so(tmp_path):
+    """The same failed treatment seed: the registered rule contradicts the claim; `failures: pairs_only` decides by
+    the other four pairs (supported) and names the seed it left out; a rule fixed after the finals says post hoc."""
+    treat, base = [82.0, None, 81.0, 82.5, 81.6], [80.0, 81.0, 79.0, 80.5, 79.5]
+    ctx, f = _order(tmp_path / "a", treat, base, kind="paired_claim", paper={"value": 2.0})
+    assert evaluate(ctx, f)["units"][0]["verdict"] == "contradicted (the treatment failed on seed 1)"
+    ctx, f = _order(tmp_path / "b", treat, base, kind="paired_claim", paper={"value": 2.0}, failures="pairs_only")
+    r = evaluate(ctx, f)["units"][0]
+    assert r["verdict"] == "supported (seed 1 left out: one arm failed)" and r["n"] == 4
+    ctx, f = _order(tmp_path / "c", treat, base, kind="paired_claim", paper={"value": 2.0}, failures="pairs_only",
+                    fixed="post_hoc")
+    assert evaluate(ctx, f)["units"][0]["verdict"] == "post hoc: supported (seed 1 left out: one arm failed)"
+    # one pair left: no interval, inconclusive whatever the difference; both failed seeds named
+    ctx, f = _order(tmp_path / "d", [82.0, None, 81.0], [80.0, 81.0, None], kind="paired_claim", paper={"value": 2.0},
+                    failures="pairs_only")
+    assert evaluate(ctx, f)["units"][0]["verdict"] == "inconclusive (seeds 1, 2 left out: one arm failed)"
+
+
 def test_holm_adjusts_the_p_values_within_a_family_across_findings(tmp_path):
     rows = [record("fedsam", s, 80.0 + d) for s, d in enumerate([1.0, 1.3, 0.8, 1.1])]
     rows += [record("fedavg", s, 80.0) for s in range(4)]

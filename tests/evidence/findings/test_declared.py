@@ -33,6 +33,12 @@ def test_bad_input_is_one_line_naming_the_finding_and_the_key(bad, says):
     assert says in str(e.value) and "\n" not in str(e.value)
 
 
+def test_a_paired_claim_s_failure_rule_is_one_of_its_choices():
+    with pytest.raises(ConfigError, match=r"findings\.f\.failures: 'drop' is not one of rule, pairs_only$"):
+        finding(kind="paired_claim", treatment={"preset": "fedsam"}, baseline={"preset": "fedavg"}, failures="drop")
+    assert finding(kind="paired_claim", treatment={"preset": "fedsam"}, failures="pairs_only").get("failures")
+
+
 def test_an_experiment_a_finding_names_must_be_one_of_its_study_s():
     with pytest.raises(ConfigError, match=r"findings.f.experiment: 'nope' is not an experiment of this config"):
         check({**CLOSES, "id": "f", "question": "q", "fixed": "post_hoc", "evidence": "s", "select": {"experiment": "nope"},

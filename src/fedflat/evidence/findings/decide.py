@@ -15,7 +15,8 @@ ordering          is the treatment's cell above the baseline's beyond chance? `t
                   paired_claim, the paper's effect optional) or `test: pooled_std` (the pages' first test, kept by
                   the findings written with it: the mean difference against sqrt((sd_a^2 + sd_b^2) / 2)).
 paired_claim      the paired t-test of treatment - baseline per seed, Holm-adjusted within `family`, against the
-                  paper's effect: supported / contradicted / inconclusive (docs/extending.md, "A finding").
+                  paper's effect: supported / contradicted / inconclusive (docs/extending.md, "A finding"); a
+                  failed seed decides by the registered rule, or (`failures: pairs_only`) is left out.
 A cell with a diverged or missing seed is never within, never passes and never closes."""
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ CLAIM_WORDS = {"supported": "supported", "contradicted": "contradicted", "inconc
                "unmeasured": "; {n} of them without {metric} yet", "set_aside": "; {n} legacy record(s) set aside",
                "beyond_margin": "(larger than the paper's margin, not significant after Holm)",
                "treatment_failed": "(the treatment failed on seed {seeds})",
-               "baseline_failed": "(no pair: the baseline failed on seed {seeds})"}
+               "baseline_failed": "(no pair: the baseline failed on seed {seeds})",
+               "pairs_only": "({seeds} left out: one arm failed)", "post_hoc": "post hoc: {verdict}"}
 # a paired unit's state (r["state"]), as counts name it
 STATE_NAMES = {"supported": "supported", "contradicted": "contradicted", "inconclusive": "inconclusive",
                "waits": "waiting for runs"}
@@ -316,19 +318,23 @@ def family_p(ctx, family: str) -> dict:
 
 
 def judge_paired(f, units: list[dict], adjusted: dict) -> None:
-    """Each paired unit's verdict from its Holm-adjusted p and 95 % interval. A diverged seed is a failure of its
-    arm: the treatment's contradicts the claim, the baseline's leaves it inconclusive (no pair to test)."""
+    """Each paired unit's verdict from its Holm-adjusted p and 95 % interval. `failures: rule` (the default): a
+    diverged seed is a failure of its arm, the treatment's contradicts the claim, the baseline's leaves it
+    inconclusive (no pair to test). `failures: pairs_only`: the seeds both arms completed decide, the others are
+    named as left out. A rule declared `fixed: post_hoc` says so in every verdict."""
     words = {**CLAIM_WORDS, **(f.get("words") or {})}
     alpha = float(f.get("alpha", 0.05))
+    pairs_only = f.get("failures", "rule") == "pairs_only"
     for i, r in enumerate(units):
         r["p_holm"] = adjusted.get((f.id, i), r["p"])
         r["detectable"] = detectable(r["spread"], r["n"], alpha)
         sign = 1.0 if not r["paper"] else math.copysign(1.0, r["paper"])
+        failed = {"treatment": [], "baseline": []} if pairs_only else r["failed"]
         if not r["complete"]:
             r["state"] = "waits"
-        elif r["failed"]["treatment"]:
+        elif failed["treatment"]:
             r["state"] = "contradicted"
-        elif r["failed"]["baseline"] or r["n"] < 2:
+        elif failed["baseline"] or r["n"] < 2:
             r["state"] = "inconclusive"
         elif r["p_holm"] < alpha and r["ours"] * sign > 0:
             r["state"] = "supported"
@@ -337,12 +343,20 @@ def judge_paired(f, units: list[dict], adjusted: dict) -> None:
         else:
             r["state"] = "inconclusive"
         r["verdict"] = fill(words[r["state"]], **_waiting(f, r, words))
+        if r["state"] == "waits":
+            continue
         if r["state"] == "inconclusive" and _beyond_margin(r, sign):
             r["verdict"] += " " + words["beyond_margin"]
+        left = sorted(r["failed"]["treatment"] + r["failed"]["baseline"])
+        if pairs_only and left:
+            named = ("seeds " if len(left) > 1 else "seed ") + ", ".join(map(str, left))
+            r["verdict"] += " " + fill(words["pairs_only"], seeds=named)
         for arm in ("treatment", "baseline") if r["state"] in ("contradicted", "inconclusive") else ():
-            if r["failed"][arm]:  # the verdict rests on a failed seed, not on the interval: say which
-                r["verdict"] += " " + fill(words[f"{arm}_failed"], seeds=", ".join(map(str, r["failed"][arm])))
+            if failed[arm]:  # the verdict rests on a failed seed, not on the interval: say which
+                r["verdict"] += " " + fill(words[f"{arm}_failed"], seeds=", ".join(map(str, failed[arm])))
                 break
+        if f.get("fixed") == "post_hoc":
+            r["verdict"] = fill(words["post_hoc"], verdict=r["verdict"])
 
 
 def _contradicts(r: dict, sign: float) -> bool:

@@ -20,8 +20,8 @@ COMMON = {"id", "question", "kind", "fixed", "fixed_note", "evidence", "catalog"
           "tolerance", "page", "intro", "words", "layout", "paper", "records"}
 KIND_KEYS = {"adopt_candidate": {"candidates", "per", "count", "coincide", "by", "grid"},
              "closes_shortfall": {"candidates", "baseline", "shown", "baseline_ok", "closes", "spread", "coincide"},
-             "ordering": {"test", "treatment", "baseline", "alpha", "family", "summary", "order", "versus"},
-             "paired_claim": {"treatment", "baseline", "alpha", "family"},
+             "ordering": {"test", "treatment", "baseline", "alpha", "family", "summary", "order", "versus", "failures"},
+             "paired_claim": {"treatment", "baseline", "alpha", "family", "failures"},
              "summary": {"of", "untestable", "link"},  # findings/summary.py: counts over groups of paired findings
              "tables": {"tables", "figures", "pattern"}}  # findings/shown.py: a study's tables as its rules rendered them
 PATTERN_KEYS = {"table", "threshold", "fails", "readings", "intro", "words"}
@@ -29,7 +29,8 @@ PATTERN_WORDS = {"fails", "trains", "one", "several", "none"}
 SIDES = ("within", "not_below", "not_above")  # |x - paper| <= tol; x >= paper - tol; x <= paper + tol
 CHOICES = {"baseline_ok": SIDES, "closes": SIDES, "spread": ("checked", "ignored"), "count": ("within", "alone"),
            "by": ("within", "score"), "test": ("pooled_std", "paired_t"),
-           "records": ("regenerable", "all")}  # sources.runs_of: a legacy record feeds no verdict unless `all`
+           "records": ("regenerable", "all"),  # sources.runs_of: a legacy record feeds no verdict unless `all`
+           "failures": ("rule", "pairs_only")}  # decide.judge_paired: a failed seed decides, or is left out
 MERGED = ("where", "paper", "treatment", "baseline")  # unit keys whose mappings merge across parts
 _ID = re.compile(r"^[A-Za-z0-9_]+$")
 
