@@ -74,6 +74,35 @@ def test_v3_s_table_replaces_the_legacy_one_once_exported_on_regenerable_records
     assert "| -4.00 | no | [v3c](#c3) (post hoc) |" in rep.target(REP, T)(Context(root=tmp_path))
 
 
+RULE = """findings:
+- {id: rule_b, question: q, kind: closes_shortfall, fixed: %s, evidence: fedsynsam_v3, metric: final_acc, seeds: [0, 1],
+   units: [{name: B, where: {preset: B}, paper: {table: table2_A_fmnist, row: B, column: Q4, value: 70.0}}],
+   candidates: [{value: primary, where: {experiment: fedsynsam_v3_B}}, {value: dev, where: {experiment: dev_B}}],
+   baseline: primary, spread: ignored, page: {file: docs/reproduction.md, block: causes}}
+"""
+
+
+def test_a_v3_gap_s_cause_is_the_verdict_of_the_rule_registered_for_its_cell(tmp_path):
+    """B's primary cell (66) lies 4 points below the paper (70): the rule declared for it labels the cause by
+    whether its deviation run lands within 2 points, and by when the rule was fixed."""
+    _repo(tmp_path)
+    _study(tmp_path, "fedsynsam_v3", "papers/tuning/fedsynsam_fmnist_v3.yaml", {"A": 79.0, "B": 66.0})
+    runs = tmp_path / "results/evidence/fedsynsam_v3/runs.csv"
+    primary = pd.read_csv(runs)
+
+    def cause(dev, fixed="before_finals"):
+        rows = [record("B", s, acc, experiment="dev_B") for s, acc in enumerate(dev)]
+        pd.concat([primary, pd.DataFrame(rows)]).to_csv(runs, index=False)
+        (tmp_path / "config/rules.yaml").write_text(RULE % fixed)
+        text = rep.target(REP, T)(Context(root=tmp_path))
+        return next(line for line in text.splitlines() if line.startswith("| B |")).split(" | ")[-1]
+    assert cause([71.0, 69.5]) == "[rule_b](#causes) (measured) |"
+    assert cause([71.0, 69.5], "post_hoc") == "[rule_b](#causes) (post hoc) |"
+    assert cause([66.5, 67.0]) == "[rule_b](#causes) (unexplained) |"
+    assert cause([75.0, 74.0]) == "[rule_b](#causes) (unexplained) |"  # overshoots the paper: closes nothing
+    assert cause([71.0]) == "[rule_b](#causes) (registered; waits for its runs) |"
+
+
 def test_a_v3_table_on_a_legacy_record_is_labelled_not_taken_for_regenerable(tmp_path):
     _repo(tmp_path)
     _study(tmp_path, "fedsynsam_v3", "papers/tuning/fedsynsam_fmnist_v3.yaml", {"A": 79.0, "B": 66.0},

@@ -171,7 +171,7 @@ def target(rep: Reproduction, name: str):
             if c["within"] is False:
                 cause = cause_of(mine, name, c["row"], c["column"])
                 why = (f"[{cause}]({cause_link(causes[cause])}) ({LABEL[causes[cause].status]})" if cause
-                       else NO_CAUSE)
+                       else registered_cause(ctx, study, name, c["row"], c["column"]) or NO_CAUSE)
             yes = {True: "yes", False: "no", None: "-"}[c["within"]]
             paper = "-" if c["paper"] is None else f"{c['paper']:.2f}"
             lines.append(f"| {c['row']} | {c['column']} | {paper} | {c['ours']} | {signed(c['delta'])} | "
@@ -182,6 +182,36 @@ def target(rep: Reproduction, name: str):
                 f"the runs behind a cell).")
         return "\n\n".join(x for x in (label(recs, legacy_name), head, "\n".join(lines)) if x)
     return block
+
+
+# a registered rule's unit state -> the gap's cause label (gaps.STATUSES), for a rule fixed before the finals
+RULE_STATUS = {"closes": "measured", "inconclusive": "inconclusive", "not_closed": "unexplained",
+               "no_gap": "unexplained", "coincide": "unexplained"}
+
+
+def registered_cause(ctx, study: str, table: str, row: str, column: str) -> str | None:
+    """The cause of a gap from the `closes_shortfall` rule declared for the cell (a unit of a finding reading
+    `study` whose paper cell is this table, row and column group), labelled by its verdict: *measured* when the rule
+    was fixed before the finals and closes the gap, *post hoc* when it closes one but was written after,
+    *inconclusive* (seed spread), *unexplained* when it does not close it; while its runs are missing, so it says.
+    None: no rule is declared for the cell."""
+    from .findings.decide import evaluate
+    from .findings.declared import findings
+
+    for f in findings(ctx):
+        if f.kind != "closes_shortfall" or f.get("evidence") != study:
+            continue
+        for r in evaluate(ctx, f)["units"]:
+            p = {**(f.get("paper") or {}), **(r["unit"].get("paper") or {})}
+            if p.get("table") == table and p.get("row") == row and column.startswith(str(p.get("column"))):
+                link = f"[{f.id}](#{f.page[1]})"
+                if r["state"] == "waits":
+                    return f"{link} (registered; waits for its runs)"
+                status = RULE_STATUS[r["state"]]
+                if status == "measured" and f.get("fixed") != "before_finals":
+                    status = "post_hoc"
+                return f"{link} ({LABEL[status]})"
+    return None
 
 
 def figure(rep: Reproduction, name: str):

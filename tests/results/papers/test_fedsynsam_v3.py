@@ -142,7 +142,8 @@ def _published_mean(table: dict, row: str, column: str) -> float:
 def test_every_claim_is_declared_before_the_finals_with_the_papers_margin(cfg):
     # the claims: the summary counts them, and the `tables` entries only show the tuning stages' tables; the
     # sensitivities of the failure rule (written after the finals) are checked below
-    findings = [f for f in cfg["findings"] if f["kind"] not in ("summary", "tables") and "failures" not in f]
+    findings = [f for f in cfg["findings"] if f["kind"] not in ("summary", "tables", "closes_shortfall")
+                and "failures" not in f]
     ids = [f["id"] for f in findings]
     assert len(ids) == len(set(ids)) == 31
     kinds = {"paired_claim", "adopt_candidate", "closes_shortfall", "ordering"}
@@ -186,6 +187,33 @@ def test_the_pairs_only_reading_mirrors_the_registered_table1_claims_and_is_decl
     assert seen == set(registered)
     assert not any(g["where"].get("family", "").endswith("_pairs_only") for s in cfg["findings"] if s["kind"] ==
                    "summary" for g in s["of"])
+
+
+def test_each_registered_cause_reads_one_primary_final_and_its_deviation_s_run_per_cell(cfg):
+    """The cause rules fixed before the finals: every test-split deviation experiment of the deviations file is read
+    by exactly one unit, beside the primary final of the same block and column, against that column's published cell;
+    the primary is the baseline and a cause must land within 2 points (not above)."""
+    dev = load_config_file(REPO / "config/papers/deviations/fedsynsam.yaml")["deviations"]
+    # every (deviation experiment, method it runs): each must be read by exactly one unit
+    wanted = sorted((e, a["preset"]) for d in dev.values() if d["kind"] != "post_hoc_protocol"
+                    for e in d["experiments"] for a in cfg["experiments"][e]["algorithms"])
+    rules = [f for f in cfg["findings"] if f["kind"] == "closes_shortfall"]
+    assert [f["id"] for f in rules] == ["cause_lesam_s_raw", "cause_lesam_d_1x", "cause_lr_below_grid"]
+    read = []
+    for f in rules:
+        assert f["fixed"] == "before_finals" and f["evidence"] == "fedsynsam_v3" and f["metric"] == "final_acc"
+        assert f["baseline"] == "primary" and f["baseline_ok"] == f["closes"] == "within" and "spread" not in f
+        assert f["seeds"] == cfg["experiments"]["final_A_q4"]["seeds"]
+        primary, deviation = (set(c["where"]["experiment"]) for c in f["candidates"])
+        for u in f["units"]:
+            final, other = u["where"]["experiment"]
+            block, col = final.split("_")[1:]
+            assert final in primary and other in deviation and other.endswith(f"_{block}_{col}")
+            assert u["paper"]["table"] == f"table2_{block}_fmnist" and u["block"] == block
+            assert u["paper"]["column"] == {"q4": "FMNIST Q4", "q8": "FMNIST Q8", "k10": "FMNIST Top-k 0.1",
+                                            "k25": "FMNIST Top-k 0.25"}[col]
+            read.append((other, u.get("method", "fedlesam_d")))  # cause_lesam_d_1x: the candidates name the presets
+    assert sorted(read) == wanted
 
 
 def test_the_deviations_file_names_runs_and_tables_of_the_config(cfg):

@@ -8,6 +8,8 @@ closes_shortfall  does a candidate close the gap between the baseline's cell and
                   paper by more than the tolerance closes nothing), `not_below` (x >= paper - tolerance) or
                   `not_above` (x <= paper + tolerance). With `spread: checked` (the default) a test that one seed
                   std either way would flip makes the unit "inconclusive (seed spread)".
+                  Each unit's `state` (waits, inconclusive, no_gap, coincide, closes, not_closed) labels the
+                  cause of a gap it is declared for (evidence/paper_targets.py).
 adopt_candidate   per group of units (`per`: a unit field, or all), adopt the candidate with the most units whose
                   cell lies within the tolerance of the paper (`count: alone`: a unit counts for a candidate only
                   when no other is within); ties: the declared order. Nothing is adopted before every cell is in.
@@ -99,34 +101,38 @@ def closes_shortfall(ctx, f, runs) -> dict:
         base = u.get("baseline", f.get("baseline"))
         r["baseline"] = base
         if not complete(*cells.values()):
-            r["verdict"] = fill(words["waits"], **tokens)
+            r["verdict"], r["state"] = fill(words["waits"], **tokens), "waits"
             continue
         if checked and _flips(side_ok, cells[base], paper, tol):
-            r["verdict"] = fill(words["inconclusive"], **tokens)
+            r["verdict"], r["state"] = fill(words["inconclusive"], **tokens), "inconclusive"
             continue
         if passes(side_ok, mean(cells[base]), paper, tol):
-            r["verdict"] = fill(words["no_gap"], **tokens)
+            r["verdict"], r["state"] = fill(words["no_gap"], **tokens), "no_gap"
             continue
         if by and u.get(by) in same and "coincide" in words:
-            r["verdict"] = fill(words["coincide"], **tokens)
+            r["verdict"], r["state"] = fill(words["coincide"], **tokens), "coincide"
             continue
         names = {c["value"]: c["name"] for c in r["candidates"]}
         rest = [c["value"] for c in r["candidates"] if c["role"] == "candidate" and c["value"] != base]
         # past the paper on the far side from the baseline: the gap changed side, it did not close
         far = "not_above" if (mean(cells[base]) or -math.inf) < (paper or 0) else "not_below"
-        texts = []
+        texts, states = [], []
         for g in words.get("groups") or [{k: words[k] for k in ("closes", "not_closed", "overshoots") if k in words}]:
             vals = [v for v in rest if v in g["candidates"]] if "candidates" in g else rest
             if checked and any(_flips(side, cells[v], paper, tol) for v in vals):
                 texts.append(fill(words["inconclusive"], **tokens))
+                states.append("inconclusive")
                 continue
             closing = [names[v] for v in vals if passes(side, mean(cells[v]), paper, tol)]
             over = [names[v] for v in vals if mean(cells[v]) is not None and not passes(far, mean(cells[v]), paper, tol)]
             text = g["closes"] if closing else g["overshoots"] if over and "overshoots" in g else g["not_closed"]
+            states.append("closes" if closing else "not_closed")
             texts.append(fill(text, closing=words["join"].join(closing), overshooting=words["join"].join(over),
                               s="s" if len(over) == 1 else "", candidates=words["join"].join(names[v] for v in vals),
                               **tokens))
         r["verdict"] = fill(words.get("joined", "{groups}"), groups="; ".join(texts), **tokens)
+        # the unit's state, as a gap's cause label reads it (paper_targets): closed by any group, else inconclusive
+        r["state"] = next((x for x in ("closes", "inconclusive") if x in states), "not_closed")
     return {"units": units, "coinciding": [g for g in same if g is not None]}
 
 
