@@ -41,7 +41,6 @@ from .pipeline.analysis import analysis_kinds  # noqa: F401  (landscape, hessian
 from .pipeline.analysis import overlay, stability_figures  # noqa: F401  (landscape_overlay; stability, local disc.)
 from .results.papers import kinds_paper  # noqa: F401  (paper_table, paper_curves, paper_sweep)
 from .results.papers import kinds_bars, toy_fedsol, kinds_tuning  # noqa: F401  (layer_bars, fedsol_toy, grid_search)
-from .results.papers import kinds_protocols  # noqa: F401  (hessian_protocols: FedSynSAM Table I's protocols)
 from .results.leaderboard import kinds as _leaderboard_kinds  # noqa: F401  (leaderboard table, Pareto, flatness, ranks)
 
 # -- what the leaderboard and the paper catalogs add to a study (study.STUDY_PREPARERS)

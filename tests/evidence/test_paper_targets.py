@@ -78,7 +78,7 @@ RULE = """findings:
 - {id: rule_b, question: q, kind: closes_shortfall, fixed: %s, evidence: fedsynsam_v3, metric: final_acc, seeds: [0, 1],
    units: [{name: B, where: {preset: B}, paper: {table: table2_A_fmnist, row: B, column: Q4, value: 70.0}}],
    candidates: [{value: primary, where: {experiment: fedsynsam_v3_B}}, {value: dev, where: {experiment: dev_B}}],
-   baseline: primary, spread: ignored, page: {file: docs/reproduction.md, block: causes}}
+   baseline: primary, page: {file: docs/reproduction.md, block: causes}}
 """
 
 

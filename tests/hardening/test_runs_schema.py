@@ -12,7 +12,7 @@ import pytest
 
 from fedflat.core.errors import ConfigError
 from fedflat.evidence.__main__ import main as evidence_main
-from fedflat.evidence.pages import PAGES
+from fedflat.evidence.pages import Context, pages
 from fedflat.evidence.records import COLUMNS
 from fedflat.evidence.runs_schema import LATER_COLUMNS, RUNS_SCHEMA, read_runs
 
@@ -21,6 +21,7 @@ from .helpers import one_line
 REPO = Path(__file__).resolve().parents[2]
 LB = REPO / "results/evidence/leaderboard_v2/runs.csv"
 FS = REPO / "results/evidence/fedsynsam/runs.csv"  # read by docs/reproduction.md (the v2 leaderboard page is frozen)
+RENDERED = [*pages(Context(root=REPO)), "docs/atlas.md"]  # every page the evidence renders (code, declarations, targets)
 
 
 def test_the_declaration_covers_the_records_and_the_committed_evidence_matches():
@@ -96,12 +97,12 @@ def test_a_damaged_file_is_one_line(tmp_path):
 
 
 def _fingerprint(root: Path) -> dict:
-    return {p: hashlib.sha256((root / p).read_bytes()).hexdigest() for p in [*PAGES, "docs/atlas.md"]}
+    return {p: hashlib.sha256((root / p).read_bytes()).hexdigest() for p in RENDERED}
 
 
 @pytest.fixture
 def repo_copy(tmp_path, monkeypatch):
-    for p in [*PAGES, "docs/atlas.md"]:
+    for p in RENDERED:
         (tmp_path / p).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(REPO / p, tmp_path / p)
     shutil.copytree(REPO / "config", tmp_path / "config")

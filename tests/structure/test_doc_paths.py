@@ -3,7 +3,7 @@ glob such as `presets*.py`), and a dotted
 `fedflat.a.b[.name]` (its longest module prefix imports and holds the rest's first name). Moving a module (issue 49's
 layout by layers) leaves such names behind in prose until each is pointed at the new place. A name recorded as
 history stays: a path "written into" at a commit (a finding's fixed_note), one the text says is "now" elsewhere, and the
-frozen v2 leaderboard page (it describes v2's code as it was). A `# src/fedflat/...py` line opening a fenced example
+frozen v2 pages (the v2 leaderboard, FedSynSAM's v2 reproduction methods: they describe v2's code as it was). A `# src/fedflat/...py` line opening a fenced example
 (docs/extending.md) names the file the reader writes."""
 import importlib
 import importlib.util
@@ -15,7 +15,7 @@ PATH = re.compile(r"(?<![\w/.])((?:src/fedflat|tests)/(?:[\w*]+/)*(?:[\w*]+\.py\
 DOTTED = re.compile(r"(?<![\w./-])(fedflat(?:\.[A-Za-z_]\w*)+)")
 HISTORY_BEFORE = re.compile(r"written into\s*$")
 HISTORY_AFTER = re.compile(r"^`?,? \(?now\b")
-FROZEN = {"docs/leaderboard_v2.md"}
+FROZEN = {"docs/leaderboard_v2.md", "docs/reproduction_methods.md"}
 EXAMPLE = re.compile(r"^```\w*\n# (src/fedflat/\S+\.py)\n", re.M)
 
 

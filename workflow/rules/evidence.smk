@@ -1,8 +1,7 @@
 # Committed evidence (src/fedflat/evidence): `snakemake evidence --configfile <study>` exports what this
 # results/ tree holds for the study (per-run records, cells, rendered tables, figures) into results/evidence/
 # and figures/evidence/; `snakemake pages` re-renders the result pages (README, docs/leaderboard.md,
-# docs/reproduction.md, docs/reproduction_methods.md, docs/atlas.md) from the committed evidence alone: no training
-# is ever scheduled.
+# docs/reproduction.md, docs/atlas.md, ...) from the committed evidence alone: no training is ever scheduled.
 # Neither has an output file, so each runs whenever it is asked for, and never as part of `all`.
 
 

@@ -38,21 +38,6 @@ def within(ours: float, published: float | None, tol: float = TOLERANCE) -> bool
     return abs(ours - published) <= tol
 
 
-def _sd(v: list[float]) -> float:
-    return float(np.std(v, ddof=1)) if len(v) > 1 else 0.0
-
-
-def beyond_spread(method: list[float], baseline: list[float]) -> tuple[float, float, str]:
-    """(difference of the seed means, pooled seed std sqrt((sd_a^2 + sd_b^2) / 2) with ddof 1 as the tables, verdict):
-    "appears" where the method's mean exceeds the baseline's by more than the pooled std, "reversed" where it falls
-    short by more than that, "within the seed spread" otherwise. The one test of a published ordering the result
-    pages apply (FedSynSAM's margin over FedSAM, Table I's compression ordering)."""
-    delta = float(np.mean(method) - np.mean(baseline))
-    pooled = math.sqrt((_sd(method) ** 2 + _sd(baseline) ** 2) / 2)
-    verdict = "appears" if delta > pooled else ("reversed" if delta < -pooled else "within the seed spread")
-    return delta, pooled, verdict
-
-
 def signed(x) -> str:
     """A difference as the result pages print it: +1.23, or - where there is none."""
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:+.2f}"

@@ -3,8 +3,8 @@ clean commit in its study's numerics), and the one-line label a block shows when
 
 A record is legacy when its export marked it (the `legacy` column: export --keep-legacy) or when it fails
 records.regenerable (no commit, a modified working tree, no numerics fields): the second check holds for a file
-exported before the column existed. A legacy record never feeds a verdict (findings: `records: regenerable`, the
-default); a block that shows one anyway says so in its first line."""
+exported before the column existed. A legacy record never feeds a verdict (a finding reads regenerable records
+only); a block that shows one anyway (a target's table, a gap) says so in its first line."""
 from __future__ import annotations
 
 import re

@@ -14,14 +14,14 @@ from typing import Callable
 
 from ..results.leaderboard import page_blocks as lb
 from ..results.leaderboard import page_verdicts as lbv
-from ..results.papers import protocol_direction as direction
 from . import paper_targets, verify
 from .export import EVIDENCE, FIGURES
 from .markers import replace
 from .store import Evidence, load
 
 ATLAS = "docs/atlas.md"
-METHODS = "docs/reproduction_methods.md"  # the reproduction's tuning stages, reading tests and diagnostics
+# docs/reproduction_methods.md (FedSynSAM's v2 tuning stages, reading tests and diagnostics) is no page of this
+# module: its blocks read legacy v2 evidence only, so it was frozen as static text (its banner; docs/architecture.md)
 
 # file -> {block name: renderer(ctx) -> Markdown}; the blocks a finding declares (its `page:`) and those of a paper's
 # declared reproduction (docs/reproduction.md: `paper: reproduction:` of config/papers/fedsynsam.yaml) come on top of
@@ -35,9 +35,6 @@ PAGES: dict[str, dict[str, Callable]] = {
                             "leaderboard-stability": lb.stability, "leaderboard-ablation": lbv.ablation,
                             "leaderboard-claims": lbv.claims, "leaderboard-statistics": lbv.statistics,
                             "leaderboard-cost": lb.cost, "leaderboard-figures": lb.figures},
-    # what they rest on: the tuning stages, the reading tests and diagnostics, Table I's protocols and lr
-    METHODS: {"fedsynsam-table1-direction": direction.block,
-              "fedsynsam-lr-sharpness": direction.lr_block},
     "docs/reproducibility.md": {"verification-legacy": verify.reports_block},
 }
 
@@ -164,7 +161,7 @@ def drift(ctx: Context | None = None) -> list[str]:
 
 
 # Where a measured number may only appear inside a generated block: whole pages, or (README) named sections.
-CHECKED = {"docs/leaderboard.md": None, "docs/reproduction.md": None, METHODS: None,
+CHECKED = {"docs/leaderboard.md": None, "docs/reproduction.md": None,
            "README.md": ("## Results on real data", "## Leaderboard: every method under one protocol"),
            **{page: ("## Measured",) for page in ("docs/papers.md", "docs/algorithms_sam.md", "docs/fedsynsam.md")}}
 

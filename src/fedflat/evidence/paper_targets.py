@@ -186,7 +186,7 @@ def target(rep: Reproduction, name: str):
 
 # a registered rule's unit state -> the gap's cause label (gaps.STATUSES), for a rule fixed before the finals
 RULE_STATUS = {"closes": "measured", "inconclusive": "inconclusive", "not_closed": "unexplained",
-               "no_gap": "unexplained", "coincide": "unexplained"}
+               "no_gap": "unexplained"}
 
 
 def registered_cause(ctx, study: str, table: str, row: str, column: str) -> str | None:

@@ -24,7 +24,7 @@ def _closes(tmp_path, accs, fid="f", **kw):
     (78.0, "within", True), (77.99, "within", False), (82.0, "within", True), (83.0, "within", False),
     (83.0, "not_below", True), (77.99, "not_below", False), (75.0, "not_above", True), (82.01, "not_above", False)])
 def test_a_candidate_closes_the_gap_only_on_its_declared_side_of_the_tolerance(tmp_path, cand, side, closes):
-    verdict = _closes(tmp_path, {0.05: 60.0, 0.1: cand}, closes=side, spread="ignored")
+    verdict = _closes(tmp_path, {0.05: 60.0, 0.1: cand}, closes=side)  # equal seeds: no spread to flip it
     assert verdict == ("measured: 0.1 closes the gap" if closes else "unexplained: no candidate within 2 points")
 
 
@@ -41,57 +41,21 @@ def test_a_rule_written_after_the_finals_labels_its_cause_post_hoc(tmp_path):
     assert _closes(tmp_path, {0.05: 60.0, 0.1: 80.0}, fixed="post_hoc") == "post hoc: 0.1 closes the gap"
 
 
-def test_a_verdict_one_seed_std_would_flip_is_inconclusive_unless_the_rule_ignores_the_spread(tmp_path):
+def test_a_verdict_one_seed_std_would_flip_is_inconclusive(tmp_path):
     # seeds 77 and 81: mean 79 lies within 2 of 80, mean - sd (76.2) does not
     assert _closes(tmp_path / "a", {0.05: 60.0, 0.1: [77.0, 81.0]}).startswith("inconclusive (seed spread)")
-    assert _closes(tmp_path / "b", {0.05: 60.0, 0.1: [77.0, 81.0]}, spread="ignored") == "measured: 0.1 closes the gap"
     assert _closes(tmp_path / "c", {0.05: 60.0, 0.1: [79.5, 80.5]}) == "measured: 0.1 closes the gap"
+    # the baseline's own spread too: 76 and 80 (mean 78, within 2 of 80; mean - sd not) leave no gap to judge
+    assert _closes(tmp_path / "d", {0.05: [76.0, 80.0], 0.1: 80.0}).startswith("inconclusive (seed spread)")
 
 
-def test_candidate_groups_coinciding_candidates_and_declared_words(tmp_path):
-    rows = grid({0.05: 60.0, 0.1: 80.0, 0.5: 60.0})
-    ctx = write_runs(tmp_path, rows)
-    words = {"joined": "{label}: {groups}", "coincide": "none can act",
-             "groups": [{"candidates": [0.1], "closes": "lr {closing} closes it", "not_closed": "lr does not"},
-                        {"candidates": [0.5], "closes": "0.5 closes it", "not_closed": "0.5 does not"}]}
-    f = finding(kind="closes_shortfall", units=[{"name": "m", "where": {"preset": "fedavg"}}], paper={"value": PAPER},
-                candidates={"field": "lr", "values": [0.05, 0.1, 0.5]}, baseline=0.05, words=words)
-    assert evaluate(ctx, f)["units"][0]["verdict"] == "measured: lr 0.1 closes it; 0.5 does not"
-    same = finding(id="g", kind="closes_shortfall", units=[{"name": "m", "where": {"preset": "fedavg", "lr": 0.05}}],
-                   paper={"value": PAPER}, coincide={"by": "name"}, words={"coincide": "none can act"},
-                   candidates=[{"value": "x", "where": {}}, {"value": "y", "where": {"experiment": "e"}}],
-                   baseline="x")
-    assert evaluate(ctx, same)["units"][0]["verdict"] == "none can act"
-
-
-def _adopt(tmp_path, accs, **kw):
-    """Units (method m, columns c1 c2 c3; paper 80) x candidates a, b: accs[(column, candidate)]."""
-    rows = [record("fedavg", s, accs[(c, k)], experiment=f"{c}_{k}") for c in ("c1", "c2", "c3") for k in "ab"
-            for s in (0, 1)]
-    ctx = write_runs(tmp_path, rows)
-    spec = {"kind": "adopt_candidate", "paper": {"value": PAPER}, "per": "method",
-            "units": [{"each": [[{"method": "fedavg"}], [{"column": c, "where": {"experiment": [f"{c}_a", f"{c}_b"]}}
-                                                        for c in ("c1", "c2", "c3")]]}],
-            "candidates": [{"value": k, "where": {"experiment": [f"c{i}_{k}" for i in (1, 2, 3)]}} for k in "ab"], **kw}
-    return evaluate(ctx, finding(**spec))
-
-
-def test_the_candidate_within_the_tolerance_in_the_most_cells_is_adopted_and_a_tie_keeps_the_declared_order(tmp_path):
-    acc = {("c1", "a"): 79.0, ("c2", "a"): 70.0, ("c3", "a"): 70.0, ("c1", "b"): 81.0, ("c2", "b"): 81.9,
-           ("c3", "b"): 60.0}
-    got = _adopt(tmp_path / "a", acc)
-    assert got["counts"] == {"FedAvg": {"a": 1, "b": 2}} and got["picks"] == {"FedAvg": "b"}
-    tie = _adopt(tmp_path / "b", {**acc, ("c2", "b"): 82.1})
-    assert tie["counts"]["FedAvg"] == {"a": 1, "b": 1} and tie["picks"] == {"FedAvg": "a"}
-    alone = _adopt(tmp_path / "c", acc, count="alone")  # c1: both within, counts for neither
-    assert alone["counts"]["FedAvg"] == {"a": 0, "b": 1}
-
-
-def test_nothing_is_adopted_before_every_cell_is_in(tmp_path):
-    acc = {(c, k): 80.0 for c in ("c1", "c2", "c3") for k in "ab"}
-    acc[("c3", "b")] = None
-    got = _adopt(tmp_path, acc)
-    assert got["complete"] and got["counts"]["FedAvg"] == {"a": 3, "b": 2}  # a diverged seed is never within
+def test_a_candidate_past_the_paper_on_the_far_side_overshoots_and_closes_nothing(tmp_path):
+    """words.overshoots (the v3 cause rules' wording): the baseline is 20 below the paper, the candidate 5 above it."""
+    words = {"overshoots": "not closing: {overshooting} overshoots", "closes": "{label}: {closing} closes it"}
+    assert _closes(tmp_path / "a", {0.05: 60.0, 0.1: 85.0}, words=words) == "not closing: 0.1 overshoots"
+    assert _closes(tmp_path / "b", {0.05: 60.0, 0.1: 81.0}, words=words) == "measured: 0.1 closes it"
+    # without words.overshoots, an overshooting candidate is one that does not close the gap
+    assert _closes(tmp_path / "c", {0.05: 60.0, 0.1: 85.0}) == "unexplained: no candidate within 2 points"
 
 
 def _order(tmp_path, a, b, fid="f", **kw):
@@ -102,19 +66,7 @@ def _order(tmp_path, a, b, fid="f", **kw):
     return ctx, finding(id=fid, **spec)
 
 
-def test_pooled_std_ordering_appears_reverses_or_stays_within_the_seed_spread(tmp_path):
-    # sds 2*sqrt(2) and 0 pool to 2: a margin of 3 appears, its mirror reverses, 1.5 stays within
-    for i, (a, b, want) in enumerate((([80.0, 84.0], [79.0, 79.0], "appears"), ([79.0, 79.0], [80.0, 84.0], "reversed"),
-                                      ([80.0, 84.0], [80.5, 80.5], "within the seed spread"))):
-        ctx, f = _order(tmp_path / str(i), a, b, test="pooled_std")
-        r = evaluate(ctx, f)["units"][0]
-        assert r["shown"] == want and r["spread"] == pytest.approx(2.0)
-    ctx, f = _order(tmp_path / "d", [80.0, None], [79.0, 79.0], test="pooled_std")
-    r = evaluate(ctx, f)["units"][0]
-    assert r["verdict"] is None and r["shown"] == "1 seed(s) diverged"
-
-
-def test_an_ordering_is_a_paired_test_unless_it_declares_the_pooled_std_rule(tmp_path):
+def test_an_ordering_is_the_paired_test_with_the_paper_s_effect_optional(tmp_path):
     ctx, f = _order(tmp_path, [81.0, 82.1, 80.9, 81.6], [80.0, 81.0, 80.0, 80.5])  # +1.0 +- 0.1 on every seed
     r = evaluate(ctx, f)["units"][0]
     assert r["verdict"] == "supported" and r["p_holm"] < 0.01 and r["ours"] == pytest.approx(1.025)

@@ -21,16 +21,43 @@ CLOSES = {"kind": "closes_shortfall", "candidates": {"field": "lr", "values": [0
     ({"page": "docs/p.md"}, "findings.f.page: {file: <page under the repository>, block: <marker name>}"),
     ({"baseline": 0.5}, "findings.f.baseline: 0.5 is none of the candidates' values"),
     ({"closes": "nearby"}, "findings.f.closes: 'nearby' is not one of within, not_below, not_above"),
-    ({"spread": "maybe"}, "findings.f.spread: 'maybe' is not one of checked, ignored"),
+    ({"spread": "ignored"}, "findings.f.spread: unknown key for kind closes_shortfall"),
     ({"candidates": None}, "findings.f.candidates: missing"),
     ({"units": [{"method": "no_such_preset"}]}, "no_such_preset"),
-    ({"records": "some"}, "findings.f.records: 'some' is not one of regenerable, all"),
+    ({"records": "all"}, "findings.f.records: unknown key for kind closes_shortfall"),
+    ({"words": {"groups": []}}, "findings.f.words.groups: not a sentence of kind closes_shortfall; allowed: closes,"),
+    ({"layout": {"kind": "across"}}, "findings.f.layout: 'kind' is not one of columns or the tokens"),
+    ({"layout": {"columns": ["method", "@means"]}}, "findings.f.layout: '@means' is not one of columns or the tokens"),
+    ({"units": [{"name": "m", "candidates": [{"where": {}}]}]}, "findings.f.units[0]: a unit names no candidates"),
     ({"page": [{"file": "docs/p.md", "block": "b"}, {"file": "README.md"}]}, "findings.f.page: {file: <page under"),
 ])
 def test_bad_input_is_one_line_naming_the_finding_and_the_key(bad, says):
     with pytest.raises(ConfigError) as e:
         finding(**{**CLOSES, **bad})
     assert says in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("kind, bad, says", [
+    ("adopt_candidate", {}, "findings.f.kind: 'adopt_candidate' is not one of closes_shortfall, ordering"),
+    ("ordering", {"test": "pooled_std"}, "findings.f.test: unknown key for kind ordering"),
+    ("ordering", {"versus": {"finding": "g"}}, "findings.f.versus: unknown key for kind ordering"),
+    ("paired_claim", {"words": {"result": "{ours}"}}, "findings.f.words.result: not a sentence of kind paired_claim"),
+])
+def test_a_retired_kind_key_or_sentence_is_one_line_naming_it(kind, bad, says):
+    """What only the legacy v2 declarations used (docs/architecture.md) is an error, not silently ignored."""
+    spec = {"kind": kind, "treatment": {"preset": "fedsam"}, "baseline": {"preset": "fedavg"}, **bad}
+    with pytest.raises(ConfigError) as e:
+        finding(**spec)
+    assert says in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_sentences_and_tokens_a_declaration_may_name_are_the_rules_own():
+    from fedflat.evidence.findings import decide, declared
+    from fedflat.evidence.findings.layout import HEADS
+
+    assert declared.WORDS["closes_shortfall"] == set(decide.CLOSES_WORDS) | {"overshoots"}
+    assert declared.PAIRED_WORDS == set(decide.CLAIM_WORDS)
+    assert declared.LAYOUT_TOKENS == set(HEADS) | {"@candidates"}
 
 
 def test_a_paired_claim_s_failure_rule_is_one_of_its_choices():

@@ -57,31 +57,6 @@ def test_a_declared_block_without_its_marker_and_a_block_named_twice_are_errors(
         pages(Context(root=tmp_path, only=("README.md",)))
 
 
-def test_the_adopt_layouts_print_the_paper_the_cells_the_counts_and_the_pick(tmp_path):
-    from fedflat.evidence.findings.declared import check
-    from fedflat.evidence.findings.layout import render
-
-    rows = [record(p, s, acc, experiment=f"{c}_{k}") for p, c, k, acc in (
-        ("fedavg", "q4", "a", 79.0), ("fedavg", "q4", "b", 70.0), ("fedavg", "q8", "a", 60.0), ("fedavg", "q8", "b", 81.0),
-        ("fedsam", "q4", "a", 79.0), ("fedsam", "q4", "b", 79.5), ("fedsam", "q8", "a", 50.0), ("fedsam", "q8", "b", 50.0))
-        for s in (0, 1)]
-    ctx = write_runs(tmp_path, rows)
-    spec = {"id": "g", "question": "q", "kind": "adopt_candidate", "fixed": "post_hoc", "evidence": "study",
-            "metric": "last10_acc", "seeds": [0, 1], "paper": {"value": 80.0}, "page": {"file": "p", "block": "b"},
-            "units": [{"each": [[{"method": "fedavg"}, {"method": "fedsam"}],
-                                [{"column": c, "where": {"experiment": [f"{c}_a", f"{c}_b"]}} for c in ("q4", "q8")]]}],
-            "candidates": [{"value": k, "where": {"experiment": [f"q4_{k}", f"q8_{k}"]}} for k in "ab"],
-            "words": {"pick": "{group}: {candidate} ({count} of {units})", "adopted": "Adopted: {picks}."}}
-    by = render(ctx, check({**spec, "per": "method", "layout": {"kind": "by_candidate", "adopted_mark": " *"}}, "t"))
-    assert "| FedAvg | paper | 80.00 | 80.00 | |\n| FedAvg | a * | 79.00 | 60.00 | 1 |\n| FedAvg | b | 70.00 | 81.00 | 1 |" \
-        in by and by.endswith("Adopted: FedAvg: a (1 of 2); FedSAM: a (1 of 2).")
-    across = render(ctx, check({**spec, "id": "h", "layout": {"kind": "across"}, "words": {"adopted": "Adopted: {candidate}; {counts}."}},
-                               "t"))
-    assert "| method | q4, paper | q8, paper | q4, a | q4, b | q8, a | q8, b |" in across
-    assert "| FedSAM | 80.00 | 80.00 | 79.00 * | 79.50 * | 50.00 | 50.00 |" in across
-    assert across.endswith("Adopted: a; a: 2, b: 2.")  # a tie: the declared order
-
-
 def test_paired_claims_sharing_a_block_are_one_table_and_each_says_what_it_waits_for(tmp_path):
     claim = ("- {{id: {i}, question: {q}, kind: paired_claim, fixed: before_finals, evidence: {ev}, metric: final_acc,\n"
              "   seeds: [0, 1, 2], units: [{{name: u}}], treatment: {{preset: {p}}}, baseline: {{preset: fedavg}},\n"

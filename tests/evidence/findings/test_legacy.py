@@ -1,12 +1,11 @@
 """A legacy record (one that cannot be regenerated: marked by its export, or made from a modified tree, or before the
-numerics fields existed) never feeds a verdict: a finding reads regenerable records only unless it declares
-`records: all`, and then its block says so in its first line."""
+numerics fields existed) never feeds a verdict: a finding reads regenerable records only (the `records: all` variant
+went with the legacy v2 findings that declared it)."""
 import pandas as pd
 import pytest
 
 from fedflat.core.errors import ConfigError
 from fedflat.evidence.findings.decide import evaluate
-from fedflat.evidence.findings.layout import render
 from fedflat.evidence.legacy import label, reason, regenerable_only
 
 from .helpers import finding, record, write_runs
@@ -47,24 +46,11 @@ def test_a_legacy_record_never_moves_a_verdict(tmp_path):
                 baseline={"preset": "fedavg"}, paper={"value": 2.0})
     r = evaluate(ctx, f)["units"][0]
     assert r["state"] == "supported" and r["ours"] == pytest.approx(2.0)
-    # read with `records: all`, the same records are two per seed: the legacy ones did reach the cell before
+    # the same records not marked legacy are two per seed: the marked ones did reach the filters and were dropped
+    ctx = write_runs(tmp_path / "unmarked", [{**x, "legacy": ""} for x in rows])
     with pytest.raises(ConfigError, match="share a seed"):
         evaluate(ctx, finding(id="g", kind="paired_claim", seeds=[0, 1, 2], units=[{"name": "u"}],
-                              treatment={"preset": "fedsam"}, baseline={"preset": "fedavg"}, paper={"value": 2.0},
-                              records="all"))
-
-
-def test_records_all_reads_legacy_records_and_its_block_is_labelled(tmp_path):
-    ctx, f, r = _claim(tmp_path, {2: {"legacy": DIRTY}}, records="all")
-    assert r["state"] == "supported"  # the declared variant: every record, the legacy one too
-    ctx2, f2, _ = _claim(tmp_path / "closes", None)
-    text = render(ctx, finding(kind="ordering", test="pooled_std", seeds=[0, 1, 2], units=[{"name": "u"}],
-                               treatment={"preset": "fedsam"}, baseline={"preset": "fedavg"}, records="all"))
-    assert text.startswith("**Legacy (not regenerable)**: 1 of the 6 records behind this block cannot be re-run "
-                           "from the commit they name (made from a modified working tree: 1)")
-    clean = render(ctx2, finding(kind="ordering", test="pooled_std", seeds=[0, 1, 2], units=[{"name": "u"}],
-                                 treatment={"preset": "fedsam"}, baseline={"preset": "fedavg"}, records="all"))
-    assert not clean.startswith("**Legacy")
+                              treatment={"preset": "fedsam"}, baseline={"preset": "fedavg"}, paper={"value": 2.0}))
 
 
 def test_the_record_rule_and_the_label():
@@ -96,5 +82,8 @@ def test_a_table_arm_reads_only_the_regenerable_runs_its_cells_csv_names(tmp_pat
                 treatment={"row": "FedSAM"}, baseline={"row": "FedAvg"}, paper={"value": 2.0})
     r = evaluate(ctx, finding(**spec))["units"][0]
     assert r["state"] == "waits" and "5 of 6" in r["verdict"] and "1 legacy record(s) set aside" in r["verdict"]
-    r = evaluate(ctx, finding(id="g", records="all", **spec))["units"][0]
+    rows[1]["legacy"] = ""  # the same record, regenerable: the claim has its six runs
+    ctx = write_runs(tmp_path / "unmarked", rows)
+    pd.DataFrame(cells).to_csv(tmp_path / "unmarked/results/evidence/study/cells.csv", index=False)
+    r = evaluate(ctx, finding(id="g", **spec))["units"][0]
     assert r["state"] == "supported"

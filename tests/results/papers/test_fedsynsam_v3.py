@@ -146,7 +146,7 @@ def test_every_claim_is_declared_before_the_finals_with_the_papers_margin(cfg):
                 and "failures" not in f]
     ids = [f["id"] for f in findings]
     assert len(ids) == len(set(ids)) == 31
-    kinds = {"paired_claim", "adopt_candidate", "closes_shortfall", "ordering"}
+    kinds = {"paired_claim", "ordering"}
     for f in findings:
         assert set(f) == SCHEMA_KEYS, f["id"]
         assert f["kind"] in kinds and f["fixed"] == "before_finals" and f["evidence"] == "fedsynsam_v3"

@@ -1,12 +1,9 @@
-"""config/papers/tuning/fedsynsam_table1_direction.yaml (FedSynSAM Table I's direction, issue 25) and its table
-kind hessian_protocols: the tiny scale builds end to end in-process; the paper scale is the catalog's Table I setting."""
-import copy
-
-import pandas as pd
+"""config/papers/tuning/fedsynsam_table1_direction.yaml (FedSynSAM Table I's direction, issue 25): the paper scale is
+the catalog's Table I setting with snapshots, and the lr study shares its runs. (Its four-protocol tables, kind
+hessian_protocols, retired with the frozen blocks that read them; the snapshot protocols themselves are
+tests/pipeline/analysis/test_snapshots.py's.)"""
 import pytest
-import torch
 
-from fedflat.pipeline.build import build
 from fedflat.core.errors import ConfigError
 from fedflat.core.run_paths import run_of_file
 from fedflat.pipeline.study import load_config_file, load_study, table_inputs
@@ -23,8 +20,7 @@ def _config(scale="paper"):
 
 
 def test_paper_scale_is_table_one_setting_with_snapshots():
-    """The runs train as the catalog's t1_iid_none / t1_dir001_none runs do (same spec but the snapshot rounds),
-    and the published values are the catalog's Table I values."""
+    """The runs train as the catalog's t1_iid_none / t1_dir001_none runs do (same spec but the snapshot rounds)."""
     study = load_study(_config())
     catalog = load_study(paper_config("fedsynsam", "paper"))
     for ours, theirs in (("dir_iid", "t1_iid_none"), ("dir_dir001", "t1_dir001_none")):
@@ -35,17 +31,9 @@ def test_paper_scale_is_table_one_setting_with_snapshots():
             assert {**x.training, "snapshot_rounds": []} == y.training
             assert (x.dataset, x.partition, x.model, x.algorithm, x.seed, x.hparams, x.uplink) == \
                    (y.dataset, y.partition, y.model, y.algorithm, y.seed, y.hparams, y.uplink)
-    pub = load_config_file(ROOT / "config/papers/fedsynsam.yaml")["pending_tables"]["table1_hessian"]["published"]
-    ours = _config()["tables"]["table1_direction_lmax"]["published"]
-    assert ours == {"IID": pub["IID w/o compression"][0], "Dir(0.01)": pub["Dir(0.01) w/o compression"][0]}
-    assert len(table_inputs(study, "table1_direction_lmax")) == 6 * 4 * 4  # runs x rounds x protocols
 
 
 @pytest.mark.parametrize("edit, msg", [
-    (lambda c: c["training"].update(snapshot_rounds=[]), r"^tables\.table1_direction_lmax: every run must set"),
-    (lambda c: c["tables"]["table1_direction_lmax"].update(protocols=["union"]), r"^tables\.table1_direction_lmax\.protocols"),
-    (lambda c: c["tables"]["table1_direction_lmax"].update(ratio=["Dir(0.01)", "X"]), r"^tables\.table1_direction_lmax\.ratio"),
-    (lambda c: c["analysis"]["hessian"].update(trace_samples=0), r"^tables\.table1_direction_trace\.metric"),
     (lambda c: c["analysis"]["hessian"].update(round=50), r"^analysis\.hessian\.round"),
     (lambda c: c["training"].update(snapshot_rounds=[50, 400]), r"^training\.snapshot_rounds: round 400"),
 ])
@@ -61,32 +49,6 @@ def test_bad_config_is_one_line_naming_the_key(edit, msg):
     with pytest.raises(ConfigError, match=msg) as exc:
         load_study(cfg)
     assert "\n" not in str(exc.value)
-
-
-def test_tiny_scale_builds_end_to_end(tmp_path):
-    """Six digits runs with snapshots, 96 Hessian files (4 rounds x 4 protocols per run) and the table, in-process.
-    Cheaper power iterations than the study's (the test checks the pipeline, not the numbers)."""
-    torch.set_num_threads(1)
-    cfg = _config("tiny")
-    cfg["analysis"]["hessian"].update(max_iter=20, trace_samples=4, samples=256)
-    study = load_study(cfg)
-    md, csv, tex = build(study, "table1_direction_lmax", tmp_path)
-    long = pd.read_csv(csv)
-    # per protocol statistic (a, c: 1; b, d: mean and max) x (2 partitions + the ratio) x 4 rounds
-    assert len(long) == 6 * 3 * 4 and sorted(long["round"].unique()) == [2, 4, 8, 12]
-    assert (long["scale"] == "tiny").all() and long["mean"].notna().all()
-    ratio = long[long["partition"] == "Dir(0.01) / IID"]
-    assert ratio["published"].round(4).unique().tolist() == [round(17.04 / 7.56, 4)]
-    assert (long[long["partition"] != "Dir(0.01) / IID"]["seeds"] == 3).all()
-    text = md.read_text()
-    assert "(d) sampled clients' models, own data, max over clients" in text and "2.25x" in text
-    assert "Scale: tiny" in text and "\\begin{table}" in tex.read_text()
-    # the trace table reuses every file: nothing is trained or measured again (no file but its own is written)
-    before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
-    build(study, "table1_direction_trace", tmp_path)
-    after = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
-    assert {p: t for p, t in after.items() if p in before} == before
-    assert {p.name for p in set(after) - set(before)} == {f"table1_direction_trace.{x}" for x in ("md", "csv", "tex")}
 
 
 def test_lr_sweep_shares_the_direction_runs_and_asks_for_the_round_300_hessian():

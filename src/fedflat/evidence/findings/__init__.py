@@ -4,7 +4,7 @@ mechanism that reads them.
 
 declared -- the declarations, checked (one-line ConfigError naming the finding and the key) and expanded
 match    -- which committed records a finding reads (filters on record fields), its cells, the paper's values
-decide   -- the decision kinds: adopt_candidate, closes_shortfall, ordering, paired_claim (Holm within a family)
+decide   -- the decision kinds: closes_shortfall, ordering and paired_claim (the paired test, Holm within a family)
 layout   -- the Markdown of a declared block; the page blocks derived from every declaration
 summary  -- kind summary: the count of each verdict over groups of paired findings, the design's power, what no run
             here can test, the records the verdicts rest on (a legacy record feeds none: evidence/legacy.py)

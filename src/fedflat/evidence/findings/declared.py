@@ -14,22 +14,27 @@ from pathlib import Path
 
 from ...core.errors import ConfigError
 
-KINDS = ("adopt_candidate", "closes_shortfall", "ordering", "paired_claim", "summary", "tables")
+# The kinds, keys and choices the declarations may use; the mechanisms only the legacy v2 findings used (kind
+# adopt_candidate, grid picks, grid and exported-table arms, `versus`, `test: pooled_std`, the adopt and grid layouts,
+# `records: all`, ...) were retired with them (docs/architecture.md): naming one is an error here.
+KINDS = ("closes_shortfall", "ordering", "paired_claim", "summary", "tables")
 FIXED = ("before_finals", "post_hoc")
 COMMON = {"id", "question", "kind", "fixed", "fixed_note", "evidence", "catalog", "select", "units", "metric", "seeds",
-          "tolerance", "page", "intro", "words", "layout", "paper", "records"}
-KIND_KEYS = {"adopt_candidate": {"candidates", "per", "count", "coincide", "by", "grid"},
-             "closes_shortfall": {"candidates", "baseline", "shown", "baseline_ok", "closes", "spread", "coincide"},
-             "ordering": {"test", "treatment", "baseline", "alpha", "family", "summary", "order", "versus", "failures"},
-             "paired_claim": {"treatment", "baseline", "alpha", "family", "failures"},
+          "tolerance", "page", "intro", "words", "layout", "paper"}
+PAIRED_KEYS = {"treatment", "baseline", "alpha", "family", "failures"}
+KIND_KEYS = {"closes_shortfall": {"candidates", "baseline", "baseline_ok", "closes"},
+             "ordering": PAIRED_KEYS, "paired_claim": PAIRED_KEYS,  # decide.judge_paired: the paired test, Holm
              "summary": {"of", "untestable", "link"},  # findings/summary.py: counts over groups of paired findings
              "tables": {"tables", "figures", "pattern"}}  # findings/shown.py: a study's tables as its rules rendered them
+PAIRED_WORDS = {"supported", "contradicted", "inconclusive", "waits", "unmeasured", "set_aside", "beyond_margin",
+                "treatment_failed", "baseline_failed", "pairs_only", "post_hoc"}  # decide.CLAIM_WORDS
+WORDS = {"closes_shortfall": {"waits", "no_gap", "closes", "not_closed", "inconclusive", "overshoots"},
+         "ordering": PAIRED_WORDS, "paired_claim": PAIRED_WORDS}  # decide.CLOSES_WORDS, words.overshoots
+LAYOUT_TOKENS = {"@paper", "@candidates", "@verdict", "@ours", "@interval", "@p", "@detectable"}  # layout._cell
 PATTERN_KEYS = {"table", "threshold", "fails", "readings", "intro", "words"}
 PATTERN_WORDS = {"fails", "trains", "one", "several", "none"}
 SIDES = ("within", "not_below", "not_above")  # |x - paper| <= tol; x >= paper - tol; x <= paper + tol
-CHOICES = {"baseline_ok": SIDES, "closes": SIDES, "spread": ("checked", "ignored"), "count": ("within", "alone"),
-           "by": ("within", "score"), "test": ("pooled_std", "paired_t"),
-           "records": ("regenerable", "all"),  # sources.runs_of: a legacy record feeds no verdict unless `all`
+CHOICES = {"baseline_ok": SIDES, "closes": SIDES,
            "failures": ("rule", "pairs_only")}  # decide.judge_paired: a failed seed decides, or is left out
 MERGED = ("where", "paper", "treatment", "baseline")  # unit keys whose mappings merge across parts
 _ID = re.compile(r"^[A-Za-z0-9_]+$")
@@ -146,9 +151,8 @@ def _candidates(raw, f: dict, where) -> list[dict]:
         if not isinstance(c, dict) or "where" not in c:
             raise ConfigError(f"{where(f'candidates[{i}]')}: a mapping with `where` (a record filter)")
         value = c.get("value", c.get("name", c.get("head")))
-        shown = value in (f.get("shown") or [])
         out.append({"value": value, "head": str(c.get("head", fmt(value))), "name": str(c.get("name", fmt(value))),
-                    "where": c["where"], "role": c.get("role", "shown" if shown else "candidate")})
+                    "where": c["where"]})
     return out
 
 
@@ -197,25 +201,39 @@ def check(f: dict, source: Path, experiments=None) -> Finding:
     for e in _experiments_named(f) if experiments is not None else ():
         if e not in experiments:
             raise ConfigError(f"{where('experiment')}: {e!r} is not an experiment of this config")
+    _check_text(f, kind, where)
     units = _units(f, where)
     cands = _candidates(f.get("candidates"), f, where)
-    if f.get("by") == "score" and not (f.get("grid") or {}).get("field"):
-        raise ConfigError(f"{where('grid')}: {{field: <the searched setting>, by: [preset, <the fixed one>], size: n}}")
-    if kind in ("adopt_candidate", "closes_shortfall") and not cands and not f.get("grid") \
-            and not all("candidates" in u for u in units):
-        raise ConfigError(f"{where('candidates')}: missing (the settings the rule compares)")
     if kind == "summary":
         _check_summary(f, where)
     if kind in ("ordering", "paired_claim") and not (f.get("treatment") or all("treatment" in u for u in units)):
         raise ConfigError(f"{where('treatment')}: missing (the arm the claim is about)")
     if kind == "closes_shortfall":
-        units = [{**u, "candidates": _candidates(u["candidates"], f, where)} if "candidates" in u else u
-                 for u in units]
-        for u in units:
-            base = u.get("baseline", f.get("baseline"))
-            if base not in [c["value"] for c in u.get("candidates") or cands]:
-                raise ConfigError(f"{where('baseline')}: {base!r} is none of the candidates' values")
+        if not cands:
+            raise ConfigError(f"{where('candidates')}: missing (the settings the rule compares)")
+        for i, u in enumerate(units):
+            if "candidates" in u or "baseline" in u:
+                raise ConfigError(f"{where(f'units[{i}]')}: a unit names no candidates or baseline of its own (the "
+                                  f"finding's `candidates` and `baseline` hold for every unit)")
+        if f.get("baseline") not in [c["value"] for c in cands]:
+            raise ConfigError(f"{where('baseline')}: {f.get('baseline')!r} is none of the candidates' values")
     return Finding(fid, kind, f, tuple(units), tuple(cands), source)
+
+
+def _check_text(f: dict, kind: str, where) -> None:
+    """`words`: the kind's own verdict sentences only; `layout`: {columns: [unit field | {field: heading} | token]}."""
+    bad = sorted(set(f.get("words") or {}) - WORDS.get(kind, set()))
+    if bad:
+        raise ConfigError(f"{where(f'words.{bad[0]}')}: not a sentence of kind {kind}; allowed: "
+                          f"{', '.join(sorted(WORDS.get(kind, ()))) or 'none'}")
+    lay = f.get("layout") or {}
+    bad = sorted(set(lay) - {"columns"}) if isinstance(lay, dict) else ["layout"]
+    cols = lay.get("columns") or [] if not bad else []
+    bad += [c for c in (next(iter(c)) if isinstance(c, dict) else c for c in cols)
+            if str(c).startswith("@") and c not in LAYOUT_TOKENS]
+    if bad:
+        raise ConfigError(f"{where('layout')}: {bad[0]!r} is not one of columns or the tokens "
+                          f"{', '.join(sorted(LAYOUT_TOKENS))}")
 
 
 def _check_tables(f: dict, where) -> None:

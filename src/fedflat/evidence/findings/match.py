@@ -65,24 +65,6 @@ def mask(runs, where: dict, key: str = "where") -> np.ndarray:
     return ok
 
 
-def values(runs, name: str) -> list:
-    """Every record's value of a field: a column, or `hparams.<key>` / `uplink.<key>` (None where absent)."""
-    head, _, key = name.partition(".")
-    if head in JSON_FIELDS:
-        return [d.get(key) for d in _parsed(runs, head)]
-    return list(runs[head])
-
-
-def spec_value(spec, name: str):
-    """A run spec's value of the same field (the catalog's runs, before any record exists)."""
-    head, _, key = name.partition(".")
-    if head == "hparams":
-        return spec.hparams.get(key)
-    if head == "uplink":
-        return (spec.uplink or {}).get(key)
-    return spec.training[head] if head in spec.training else getattr(spec, head, None)
-
-
 def cell(runs, where: dict | list, metric: str, seeds, key: str = "where") -> dict:
     """{acc: [metric of each completed seed], diverged: seeds that did not complete, seeds: seeds recorded,
     rows: the records} of the records every filter of `where` (one, or a list: a unit's and its candidate's) holds
@@ -104,22 +86,8 @@ def cell(runs, where: dict | list, metric: str, seeds, key: str = "where") -> di
             "per_seed": {int(s): float(v) for s, v in zip(sub["seed"][done], vals[done])}}
 
 
-def table_cell(frame, row: str, metric: str, group: str | None = None) -> dict | None:
-    """A cell of an exported paper_table (its long .csv: per-seed values in `per_seed`); None where the row is
-    missing."""
-    sub = frame[(frame["row"] == row) & (frame["metric"].astype(str) == metric)]
-    if group is not None:
-        sub = sub[sub["group"] == group]
-    if sub.empty:
-        return None
-    r = sub.iloc[0]
-    acc = [float(x) for x in str(r["per_seed"]).split(";") if x not in ("", "nan", "None")]
-    n, bad = int(r["n_seeds"]), int(r["diverged"])
-    return {"acc": acc, "diverged": bad, "seeds": len(acc) + bad, "need": n, "unmeasured": 0, "rows": None}
-
-
 def mean(c: dict | None) -> float | None:
-    """The mean over seeds of a cell whose every seed completed; None otherwise (never within, never picked)."""
+    """The mean over seeds of a cell whose every seed completed; None otherwise (never within, never closes)."""
     if c is None or c["diverged"] or c["unmeasured"] or c["seeds"] < c["need"]:
         return None
     return sum(c["acc"]) / len(c["acc"])
@@ -142,21 +110,9 @@ def cell_text(c: dict | None) -> str:
     return f"{c['diverged']}/{c['seeds']} seeds diverged" + (f" (completed: {done})" if done else "")
 
 
-def coincide(units: list[list[dict]], metric: str) -> bool:
-    """Each unit's cells are one computation: wherever two or more cells of a unit hold a record of one seed,
-    those records sent the same uplink bytes and reached the same score (the setting they differ in cannot act)."""
-    seen: dict = {}
-    for i, cells in enumerate(units):
-        for c in cells:
-            for r in c["rows"].itertuples():
-                seen.setdefault((i, r.seed), []).append((str(r.up_bytes_total), str(getattr(r, metric))))
-    groups = [set(g) for g in seen.values() if len(g) > 1]
-    return bool(groups) and all(len(g) == 1 for g in groups)
-
-
 def published(ctx, f, paper: dict) -> float | None:
-    """The paper's mean of one cell of a catalog table: paper = {table, row, column} (column: a column group, or
-    `any`: the row's one published value), from config/papers/<catalog>.yaml."""
+    """The paper's mean of one cell of a catalog table: paper = {table, row, column} (column: a column group), from
+    config/papers/<catalog>.yaml."""
     from ...results.papers.published import parse_published
 
     catalog = paper.get("catalog") or f.get("catalog")
@@ -171,8 +127,6 @@ def published(ctx, f, paper: dict) -> float | None:
     groups = [c.get("group") for c in spec.get("columns") or []]
     if row is None:
         raise ConfigError(f"{key}.row: {paper['row']!r} has no published values in {paper['table']}")
-    if paper["column"] == "any":
-        return next((m for m in (parse_published(v).mean for v in row) if m is not None), None)
     if paper["column"] not in groups:
         raise ConfigError(f"{key}.column: {paper['column']!r} is none of {paper['table']}'s columns: {groups}")
     return parse_published(row[groups.index(paper["column"])]).mean
