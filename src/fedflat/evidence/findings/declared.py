@@ -67,10 +67,6 @@ class Finding:
         return self.spec.get("metric", "final_acc")
 
     @property
-    def records(self) -> str:
-        return self.spec.get("records", "regenerable")
-
-    @property
     def pages(self) -> list[tuple[str, str]]:
         """(file, block) of every page block the finding renders into (`page`: one mapping, or a list of them)."""
         raw = self.spec["page"]
