@@ -101,6 +101,10 @@ def test_a_v3_gap_s_cause_is_the_verdict_of_the_rule_registered_for_its_cell(tmp
     assert cause([66.5, 67.0]) == "[rule_b](#causes) (unexplained) |"
     assert cause([75.0, 74.0]) == "[rule_b](#causes) (unexplained) |"  # overshoots the paper: closes nothing
     assert cause([71.0]) == "[rule_b](#causes) (registered; waits for its runs) |"
+    # two rules for one cell: both named, in declaration order, each with its own verdict
+    (tmp_path / "config/rules2.yaml").write_text((RULE % "before_finals").replace("rule_b", "rule_c").replace(
+        "experiment: dev_B}", "experiment: fedsynsam_v3_B}"))  # its "deviation" is the primary
+    assert cause([71.0, 69.5]) == "[rule_b](#causes) (measured); [rule_c](#causes) (unexplained) |"
 
 
 def test_a_v3_table_on_a_legacy_record_is_labelled_not_taken_for_regenerable(tmp_path):

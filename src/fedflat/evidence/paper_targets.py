@@ -190,28 +190,27 @@ RULE_STATUS = {"closes": "measured", "inconclusive": "inconclusive", "not_closed
 
 
 def registered_cause(ctx, study: str, table: str, row: str, column: str) -> str | None:
-    """The cause of a gap from the `closes_shortfall` rule declared for the cell (a unit of a finding reading
-    `study` whose paper cell is this table, row and column group), labelled by its verdict: *measured* when the rule
-    was fixed before the finals and closes the gap, *post hoc* when it closes one but was written after,
+    """The causes of a gap from the `closes_shortfall` rules declared for the cell (a unit of a finding reading
+    `study` whose paper cell is this table, row and column group), each labelled by its verdict: *measured* when the
+    rule was fixed before the finals and closes the gap, *post hoc* when it closes one but was written after,
     *inconclusive* (seed spread), *unexplained* when it does not close it; while its runs are missing, so it says.
-    None: no rule is declared for the cell."""
+    Several rules for one cell are all named, in declaration order. None: no rule is declared for the cell."""
     from .findings.decide import evaluate
     from .findings.declared import findings
 
+    out = []
     for f in findings(ctx):
         if f.kind != "closes_shortfall" or f.get("evidence") != study:
             continue
         for r in evaluate(ctx, f)["units"]:
             p = {**(f.get("paper") or {}), **(r["unit"].get("paper") or {})}
             if p.get("table") == table and p.get("row") == row and column.startswith(str(p.get("column"))):
-                link = f"[{f.id}](#{f.page[1]})"
-                if r["state"] == "waits":
-                    return f"{link} (registered; waits for its runs)"
-                status = RULE_STATUS[r["state"]]
+                status = RULE_STATUS.get(r["state"])
                 if status == "measured" and f.get("fixed") != "before_finals":
                     status = "post_hoc"
-                return f"{link} ({LABEL[status]})"
-    return None
+                shown = "registered; waits for its runs" if r["state"] == "waits" else LABEL[status]
+                out.append(f"[{f.id}](#{f.page[1]}) ({shown})")
+    return "; ".join(out) or None
 
 
 def figure(rep: Reproduction, name: str):
