@@ -184,9 +184,9 @@ def target(rep: Reproduction, name: str):
     return block
 
 
-# a registered rule's unit state -> the gap's cause label (gaps.STATUSES), for a rule fixed before the finals
-RULE_STATUS = {"closes": "measured", "inconclusive": "inconclusive", "not_closed": "unexplained",
-               "no_gap": "unexplained"}
+# a registered rule's unit state -> the gap's cause label (gaps.STATUSES); a rule that closes the gap is labelled
+# by when it was fixed (decide.label: measured or post hoc)
+RULE_STATUS = {"inconclusive": "inconclusive", "not_closed": "unexplained", "no_gap": "unexplained"}
 
 
 def registered_cause(ctx, study: str, table: str, row: str, column: str) -> str | None:
@@ -195,7 +195,7 @@ def registered_cause(ctx, study: str, table: str, row: str, column: str) -> str 
     rule was fixed before the finals and closes the gap, *post hoc* when it closes one but was written after,
     *inconclusive* (seed spread), *unexplained* when it does not close it; while its runs are missing, so it says.
     Several rules for one cell are all named, in declaration order. None: no rule is declared for the cell."""
-    from .findings.decide import evaluate
+    from .findings.decide import evaluate, label
     from .findings.declared import findings
 
     out = []
@@ -205,10 +205,8 @@ def registered_cause(ctx, study: str, table: str, row: str, column: str) -> str 
         for r in evaluate(ctx, f)["units"]:
             p = {**(f.get("paper") or {}), **(r["unit"].get("paper") or {})}
             if p.get("table") == table and p.get("row") == row and column.startswith(str(p.get("column"))):
-                status = RULE_STATUS.get(r["state"])
-                if status == "measured" and f.get("fixed") != "before_finals":
-                    status = "post_hoc"
-                shown = "registered; waits for its runs" if r["state"] == "waits" else LABEL[status]
+                shown = ("registered; waits for its runs" if r["state"] == "waits" else label(f)
+                         if r["state"] == "closes" else LABEL[RULE_STATUS[r["state"]]])
                 out.append(f"[{f.id}](#{f.page[1]}) ({shown})")
     return "; ".join(out) or None
 
