@@ -197,13 +197,14 @@ def registered_cause(ctx, study: str, table: str, row: str, column: str) -> str 
     Several rules for one cell are all named, in declaration order. None: no rule is declared for the cell."""
     from .findings.decide import evaluate, label
     from .findings.declared import findings
+    from .findings.sources import paper_cell
 
     out = []
     for f in findings(ctx):
         if f.kind != "closes_shortfall" or f.get("evidence") != study:
             continue
         for r in evaluate(ctx, f)["units"]:
-            p = {**(f.get("paper") or {}), **(r["unit"].get("paper") or {})}
+            p = paper_cell(f, r["unit"])
             if p.get("table") == table and p.get("row") == row and column.startswith(str(p.get("column"))):
                 shown = ("registered; waits for its runs" if r["state"] == "waits" else label(f)
                          if r["state"] == "closes" else LABEL[RULE_STATUS[r["state"]]])

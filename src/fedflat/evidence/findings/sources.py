@@ -18,8 +18,13 @@ def runs_of(ctx, f):
     return ctx.memo(("runs", f.get("evidence"), "regenerable"), lambda: regenerable_only(all_runs_of(ctx, f)))
 
 
+def paper_cell(f, u: dict) -> dict:
+    """The paper cell a unit reads: the unit's table and column, under the finding's `paper:` and then the unit's."""
+    return {"table": u.get("table"), "column": u.get("column"), **(f.get("paper") or {}), **(u.get("paper") or {})}
+
+
 def paper_of(ctx, f, u: dict, row: str | None = None) -> float | None:
-    p = {"table": u.get("table"), "column": u.get("column"), **(f.get("paper") or {}), **(u.get("paper") or {})}
+    p = paper_cell(f, u)
     if "value" in p:
         return p["value"]
     return published(ctx, f, {**p, **({"row": row} if row else {})})
