@@ -106,7 +106,7 @@ def _overrides(ov: Any, key: str, allowed: set[str]) -> dict:
     bad = sorted(set(ov) - allowed)
     if bad:
         raise ConfigError(f"{key}: unknown key {bad[0]!r}; allowed: {', '.join(sorted(allowed))}")
-    for k in set(ov) - {"note"}:
+    for k in sorted(set(ov) - {"note"}):
         if ov[k] is not None and not isinstance(ov[k], dict):
             raise ConfigError(f"{key}.{k}: must be a mapping")
     return ov

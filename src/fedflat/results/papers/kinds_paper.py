@@ -50,7 +50,7 @@ def _fill(value, variables: dict, key: str):
 
 
 def _merge(a: dict, b: dict, key: str) -> dict:
-    for k in set(a) & set(b):
+    for k in sorted(set(a) & set(b)):  # sorted: the same key named in every process
         if a[k] != b[k]:
             raise ConfigError(f"{key}: row and column both select {k} ({a[k]!r} vs {b[k]!r})")
     return {**a, **b}
