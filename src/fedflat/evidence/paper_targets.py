@@ -206,8 +206,12 @@ def registered_cause(ctx, study: str, table: str, row: str, column: str) -> str 
         for r in evaluate(ctx, f)["units"]:
             p = paper_cell(f, r["unit"])
             if p.get("table") == table and p.get("row") == row and column.startswith(str(p.get("column"))):
-                shown = ("registered; waits for its runs" if r["state"] == "waits" else label(f)
-                         if r["state"] == "closes" else LABEL[RULE_STATUS[r["state"]]])
+                if r["state"] == "waits":
+                    shown = "registered; waits for its runs"
+                elif r["state"] == "closes":
+                    shown = label(f)
+                else:
+                    shown = LABEL[RULE_STATUS[r["state"]]]
                 out.append(f"[{f.id}](#{f.page[1]}) ({shown})")
     return "; ".join(out) or None
 
